@@ -1,0 +1,249 @@
+// ferry: one binary, one subcommand per role. Parses arguments and dispatches.
+//
+//   ferry run CONFIG [--set key=value]... [--dry-run]   the whole topology here
+//   ferry replay --config CONFIG --shard K               one replay shard
+//   ferry paramserver --config CONFIG                    the parameter server
+//   ferry actor --config CONFIG --id I                   one actor process
+//   ferry learner --config CONFIG                        one rank (under mpirun)
+//   ferry envs                                           registered environments
+#include <mpi.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "actors/actor.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "core/topology.h"
+#include "envs/env.h"
+#include "launch/supervisor.h"
+#include "learner/apex_dqn.h"
+#include "paramserver/server.h"
+#include "replay/shard.h"
+
+namespace {
+
+using ferry::core::Config;
+
+constexpr const char* kUsage =
+    "usage: ferry <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  run CONFIG [--set key.path=value]... [--dry-run]\n"
+    "                      start the whole topology on this machine and supervise it\n"
+    "  replay --config CONFIG --shard K      serve replay shard K\n"
+    "  paramserver --config CONFIG           serve the latest weights\n"
+    "  actor --config CONFIG --id I          run actor I\n"
+    "  learner --config CONFIG               run one learner rank (start with mpirun)\n"
+    "  envs                                  list registered environments\n"
+    "\n"
+    "Every role takes --set key.path=value overrides after the config.\n"
+    "Exit codes of run and learner: 0 target return reached, 2 budget exhausted, 1 error.\n";
+
+std::atomic<bool> g_stop{false};
+void OnSignal(int) { g_stop.store(true); }
+
+struct Args {
+  std::string command;
+  std::string config;
+  std::vector<std::string> overrides;
+  int index = -1;  // --shard or --id.
+  bool dry_run = false;
+};
+
+bool ParseInt(const std::string& text, int* out) {
+  char* end = nullptr;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || v < 0 || v > INT_MAX) return false;
+  *out = static_cast<int>(v);
+  return true;
+}
+
+// Returns false (after printing why) on a usage error.
+bool ParseArgs(int argc, char** argv, Args* args) {
+  args->command = argv[1];
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&](const char* flag) -> const char* {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "ferry %s: %s needs a value\n", args->command.c_str(), flag);
+        return nullptr;
+      }
+      return argv[++i];
+    };
+    if (a == "--config") {
+      const char* v = value("--config");
+      if (!v) return false;
+      args->config = v;
+    } else if (a == "--set") {
+      const char* v = value("--set");
+      if (!v) return false;
+      args->overrides.push_back(v);
+    } else if (a == "--shard" || a == "--id") {
+      const char* v = value(a.c_str());
+      if (!v) return false;
+      if (!ParseInt(v, &args->index)) {
+        std::fprintf(stderr, "ferry %s: %s must be a non-negative integer, got '%s'\n",
+                     args->command.c_str(), a.c_str(), v);
+        return false;
+      }
+    } else if (a == "--dry-run") {
+      args->dry_run = true;
+    } else if (args->command == "run" && args->config.empty() && a.rfind("--", 0) != 0) {
+      args->config = a;
+    } else {
+      std::fprintf(stderr, "ferry %s: unknown argument '%s'\n%s", args->command.c_str(),
+                   a.c_str(), kUsage);
+      return false;
+    }
+  }
+  return true;
+}
+
+bool Load(const Args& args, Config* config) {
+  if (args.config.empty()) {
+    std::fprintf(stderr, "ferry %s: --config is required\n", args.command.c_str());
+    return false;
+  }
+  auto loaded = ferry::core::LoadConfig(args.config, args.overrides);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "ferry %s: %s\n", args.command.c_str(),
+                 loaded.status().message().c_str());
+    return false;
+  }
+  *config = std::move(loaded).value();
+  return true;
+}
+
+int Fail(const ferry::Status& status) {
+  ferry::core::Log("error: %s", status.message().c_str());
+  return 1;
+}
+
+int RunReplay(const Args& args, const Config& config) {
+  if (args.index < 0 || args.index >= config.replay.shards) {
+    std::fprintf(stderr, "ferry replay: --shard must be in 0..%d\n", config.replay.shards - 1);
+    return 1;
+  }
+  ferry::core::SetLogName("replay-" + std::to_string(args.index));
+  auto probe = ferry::envs::MakeEnv(config.env.id, 0);
+  if (!probe.ok()) return Fail(probe.status());
+  ferry::replay::ShardOptions options;
+  options.shard_id = static_cast<uint32_t>(args.index);
+  options.endpoint = ferry::core::ReplayEndpoints(config)[args.index];
+  options.schema = ferry::core::TransitionSchema((*probe)->observation_space().flat_size(),
+                                                 /*discrete_actions=*/true, 1);
+  options.capacity = config.replay.capacity;
+  options.alpha = config.replay.alpha;
+  options.min_size_to_sample = config.replay.min_size_to_sample;
+  options.samples_per_insert = config.replay.samples_per_insert;
+  options.samples_per_insert_tolerance = config.replay.samples_per_insert_tolerance;
+  options.seed = config.seed * 31337ull + args.index;
+  zmq::context_t context(1);
+  ferry::replay::ShardServer shard(context, options);
+  if (auto s = shard.Bind(); !s.ok()) return Fail(s);
+  ferry::core::Log("serving %s (capacity %lld, alpha %.2f, schema %s)", options.endpoint.c_str(),
+                   static_cast<long long>(options.capacity), options.alpha,
+                   options.schema.ToString().c_str());
+  shard.Serve(g_stop);
+  const auto stats = shard.Stats();
+  ferry::core::Log("stopped: %lld stored, %lld sampled, %lld duplicates dropped, %lld bad messages",
+                   static_cast<long long>(stats.mass.inserted_total),
+                   static_cast<long long>(stats.samples_total),
+                   static_cast<long long>(stats.duplicates_dropped),
+                   static_cast<long long>(stats.bad_messages));
+  return 0;
+}
+
+int RunParamServer(const Config& config) {
+  ferry::core::SetLogName("paramserver");
+  zmq::context_t context(1);
+  ferry::paramserver::ServerOptions options;
+  options.endpoint = ferry::core::ParamServerEndpoint(config);
+  options.broadcast_endpoint = ferry::core::BroadcastEndpoint(config);
+  ferry::paramserver::ParamServer server(context, options);
+  if (auto s = server.Bind(); !s.ok()) return Fail(s);
+  ferry::core::Log("serving %s, broadcasting on %s", options.endpoint.c_str(),
+                   options.broadcast_endpoint.c_str());
+  server.Serve(g_stop);
+  ferry::core::Log("stopped at version %lld", static_cast<long long>(server.latest_version()));
+  return 0;
+}
+
+int RunActorRole(const Args& args, const Config& config) {
+  if (args.index < 0 || args.index >= config.actors.count) {
+    std::fprintf(stderr, "ferry actor: --id must be in 0..%d\n", config.actors.count - 1);
+    return 1;
+  }
+  ferry::core::SetLogName("actor-" + std::to_string(args.index));
+  const ferry::Status s = ferry::actors::RunActor(config, args.index, g_stop);
+  return s.ok() ? 0 : Fail(s);
+}
+
+int RunLearnerRole(const Config& config) {
+  int provided = 0;
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+  auto end = ferry::learner::RunLearner(config, g_stop);
+  if (!end.ok()) {
+    ferry::core::Log("error: %s", end.status().message().c_str());
+    MPI_Abort(MPI_COMM_WORLD, 1);  // The other ranks would wait in the allreduce forever.
+  }
+  MPI_Finalize();
+  return static_cast<int>(*end);
+}
+
+int ListEnvs() {
+  for (const auto& id : ferry::envs::RegisteredEnvs()) {
+    auto env = ferry::envs::MakeEnv(id, 0);
+    if (!env.ok()) return Fail(env.status());
+    std::printf("%-18s observation %s  action %s\n", id.c_str(),
+                (*env)->observation_space().ToString().c_str(),
+                (*env)->action_space().ToString().c_str());
+  }
+  return 0;
+}
+
+std::string SelfPath(const char* argv0) {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return argv0;
+  buf[n] = '\0';
+  return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 1 : 0;
+  }
+  Args args;
+  if (!ParseArgs(argc, argv, &args)) return 1;
+  if (args.command == "envs") return ListEnvs();
+  if (args.command == "run") {
+    if (args.config.empty()) {
+      std::fprintf(stderr, "ferry run: which config? e.g. ferry run configs/cartpole.yaml\n");
+      return 1;
+    }
+    return ferry::launch::RunTopology({args.config, args.overrides, SelfPath(argv[0]),
+                                       args.dry_run});
+  }
+  signal(SIGINT, OnSignal);
+  signal(SIGTERM, OnSignal);
+  Config config;
+  if (args.command == "replay") return Load(args, &config) ? RunReplay(args, config) : 1;
+  if (args.command == "paramserver") return Load(args, &config) ? RunParamServer(config) : 1;
+  if (args.command == "actor") return Load(args, &config) ? RunActorRole(args, config) : 1;
+  if (args.command == "learner") return Load(args, &config) ? RunLearnerRole(config) : 1;
+  std::fprintf(stderr, "ferry: unknown command '%s'\n%s", args.command.c_str(), kUsage);
+  return 1;
+}

@@ -1,0 +1,107 @@
+// Experiment configuration: one YAML file describes a whole run.
+//
+// YAML is read here and nowhere else, into the typed structs below, and
+// validated once. Unknown keys, wrong types and out-of-range values are errors
+// that name the key path (e.g. "replay.alpha") and, for a misspelt key, the
+// closest valid one. `--set key.path=value` overrides are applied to the YAML
+// tree before it is converted, so they are validated the same way.
+#ifndef FERRY_CORE_CONFIG_H_
+#define FERRY_CORE_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace ferry::core {
+
+struct RunOptions {
+  std::string name = "ferry";
+  std::string dir;  // Empty: runs/<name>-<timestamp>.
+};
+
+struct NetworkOptions {
+  std::string host = "127.0.0.1";   // Interface every server binds; loopback by default.
+  int replay_port = 5550;           // Shard k listens on replay_port + k.
+  int paramserver_port = 5540;      // Publish/fetch (ROUTER).
+  int broadcast_port = 5541;        // Weight broadcast (PUB).
+};
+
+struct EnvOptions {
+  std::string id = "CartPole-v1";
+};
+
+struct ReplayOptions {
+  int shards = 2;
+  int64_t capacity = 100000;         // Transitions per shard.
+  double alpha = 0.6;                // Priority exponent; 0 is uniform.
+  double beta = 0.4;                 // Importance-sampling exponent.
+  double priority_epsilon = 1e-6;    // Added to |TD| so no item has zero priority.
+  int64_t min_size_to_sample = 1000; // Per shard.
+  // Rate limiter: each shard keeps samples / inserts near samples_per_insert,
+  // within +- samples_per_insert_tolerance samples (Reverb's SampleToInsertRatio).
+  double samples_per_insert = 8.0;
+  double samples_per_insert_tolerance = 2000.0;
+};
+
+struct ActorOptions {
+  int count = 2;
+  int envs_per_actor = 8;
+  double epsilon = 0.4;        // Ape-X: eps_i = epsilon^(1 + i/(N-1) * epsilon_alpha).
+  double epsilon_alpha = 7.0;
+  int n_step = 3;
+  int insert_batch = 64;       // Transitions per InsertBatch message.
+  int max_in_flight = 8;       // Unacked batches per shard before the actor waits.
+};
+
+struct ModelOptions {
+  std::vector<int> hidden = {64, 64};
+  bool dueling = false;
+};
+
+struct LearnerOptions {
+  int ranks = 2;
+  int batch_size = 128;              // Global: split across ranks.
+  double learning_rate = 1e-3;
+  double gamma = 0.99;
+  double huber_delta = 1.0;
+  double max_grad_norm = 10.0;
+  int target_update_period = 500;    // Updates between target-network copies.
+  int publish_period = 10;           // Updates between weight publications (rank 0).
+  int eval_period = 500;             // Updates between greedy evaluations (rank 0).
+  int eval_episodes = 100;
+  std::string device = "cpu";        // cpu | cuda.
+};
+
+struct StopOptions {
+  double target_return = 475.0;      // Mean greedy eval return that ends the run (exit 0).
+  int64_t max_env_steps = 500000;    // Budget; reaching it ends the run (exit 2).
+  double max_seconds = 300.0;
+};
+
+struct Config {
+  uint64_t seed = 0;
+  RunOptions run;
+  NetworkOptions network;
+  EnvOptions env;
+  ReplayOptions replay;
+  ActorOptions actors;
+  ModelOptions model;
+  LearnerOptions learner;
+  StopOptions stop;
+};
+
+// Parses YAML text; `source` names it in errors (a file path or "<string>").
+// `overrides` are "key.path=value" strings applied before conversion.
+Result<Config> ParseConfig(const std::string& yaml_text, const std::string& source,
+                           const std::vector<std::string>& overrides = {});
+Result<Config> LoadConfig(const std::string& path,
+                          const std::vector<std::string>& overrides = {});
+// The resolved config as YAML (every key, defaults included); ParseConfig of
+// the result gives back an equal Config.
+std::string ConfigToYaml(const Config& config);
+
+}  // namespace ferry::core
+
+#endif  // FERRY_CORE_CONFIG_H_

@@ -1,0 +1,119 @@
+// The wire protocol every ferry process speaks over ZeroMQ.
+//
+//   frame 0: Header (32 bytes: magic, version, type, flags, sender, sequence,
+//            payload length, CRC32C of the payload)
+//   frame 1: metadata, a fixed-size struct in cereal binary
+//   frame 2..: raw bulk frames (columns, keys, weight blobs), never re-encoded
+//
+// Decode validates the header, the frame count, the payload length and the
+// checksum before anything reads the payload; DecodeMeta checks the metadata
+// frame's exact size. Servers turn every failure into an Error reply and a
+// counter, never a crash.
+#ifndef FERRY_CORE_WIRE_H_
+#define FERRY_CORE_WIRE_H_
+
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <cereal/archives/binary.hpp>
+#include <zmq.hpp>
+
+#include "core/status.h"
+
+namespace ferry::core {
+
+inline constexpr uint32_t kMagic = 0x59525246;  // "FRRY" little-endian.
+inline constexpr uint16_t kProtocolVersion = 1;
+inline constexpr size_t kHeaderBytes = 32;
+inline constexpr size_t kMaxPayloadFrames = 64;
+
+enum class MessageType : uint16_t {
+  kInsertBatch = 1,
+  kInsertAck = 2,
+  kSampleRequest = 3,
+  kSampleReply = 4,
+  kUpdatePriorities = 5,
+  kStatsRequest = 6,
+  kStatsReply = 7,
+  kPublishWeights = 8,
+  kPublishAck = 9,
+  kFetchWeights = 10,
+  kWeights = 11,
+  kError = 12,
+};
+const char* MessageTypeName(MessageType type);
+
+struct Header {
+  uint32_t magic = kMagic;
+  uint16_t version = kProtocolVersion;
+  MessageType type = MessageType::kError;
+  uint32_t flags = 0;
+  uint32_t sender = 0;      // Actor id, learner rank or server id.
+  uint64_t sequence = 0;    // Per-sender batch number or request id, echoed in replies.
+  uint32_t payload_bytes = 0;
+  uint32_t crc32c = 0;
+};
+static_assert(sizeof(Header) == kHeaderBytes);
+
+struct Message {
+  Header header;
+  std::vector<zmq::message_t> payload;  // Frames after the header.
+};
+
+// Fills in the header's length and checksum and sends header + payload as one
+// multipart message (after `routing_id` when the socket is a ROUTER).
+void Send(zmq::socket_t& socket, MessageType type, uint32_t sender, uint64_t sequence,
+          std::vector<zmq::message_t> payload, const zmq::message_t* routing_id = nullptr);
+
+// Validates and splits received frames (without any routing id).
+Result<Message> Decode(std::vector<zmq::message_t> frames);
+
+// Receives one multipart message without blocking; an empty vector means none
+// was waiting. `max_frames` bounds what a peer can make us buffer.
+std::vector<zmq::message_t> ReceiveFrames(zmq::socket_t& socket, size_t max_frames = 80);
+
+// An Error message's payload: the text, bounded to 1 KB on decode.
+std::vector<zmq::message_t> ErrorPayload(const std::string& text);
+std::string ErrorText(const Message& message);
+
+// Packs a whole message into one frame and back: the form used on PUB/SUB,
+// where ZMQ_CONFLATE ("latest only") works on single-frame messages.
+zmq::message_t Pack(MessageType type, uint32_t sender, uint64_t sequence,
+                    const std::vector<zmq::message_t>& payload);
+Result<Message> Unpack(const zmq::message_t& packed);
+
+template <typename T>
+zmq::message_t EncodeMeta(const T& meta) {
+  std::ostringstream out;
+  {
+    cereal::BinaryOutputArchive archive(out);
+    archive(meta);
+  }
+  const std::string bytes = out.str();
+  return zmq::message_t(bytes.data(), bytes.size());
+}
+
+// Metadata structs are fixed-size, so a frame of any other size is malformed.
+template <typename T>
+size_t MetaBytes() {
+  static const size_t bytes = EncodeMeta(T{}).size();
+  return bytes;
+}
+
+template <typename T>
+Status DecodeMeta(const Message& message, T* meta) {
+  if (message.payload.empty() || message.payload[0].size() != MetaBytes<T>()) {
+    return InvalidArgument(std::string(MessageTypeName(message.header.type)) +
+                           ": metadata frame missing or of the wrong size");
+  }
+  std::istringstream in(std::string(message.payload[0].data<char>(), message.payload[0].size()));
+  cereal::BinaryInputArchive archive(in);
+  archive(*meta);
+  return Status::Ok();
+}
+
+}  // namespace ferry::core
+
+#endif  // FERRY_CORE_WIRE_H_

@@ -1,0 +1,54 @@
+// CartPole-v1 exactly as Gymnasium publishes it (Barto, Sutton & Anderson 1983).
+//
+// Observation: [x, x_dot, theta, theta_dot]. Action: Discrete(2), 0 pushes the
+// cart left and 1 right with a force of 10 N. Euler integration with tau =
+// 0.02 s. Reward 1 on every step, the terminating one included. Terminates
+// when |x| > 2.4 or |theta| > 12 degrees; truncated after 500 steps. Reset
+// draws every state element uniformly from [-0.05, 0.05].
+#ifndef FERRY_ENVS_CLASSIC_CONTROL_CARTPOLE_H_
+#define FERRY_ENVS_CLASSIC_CONTROL_CARTPOLE_H_
+
+#include <cstdint>
+#include <random>
+
+#include "envs/env.h"
+
+namespace ferry::envs::classic_control {
+
+class CartPoleEnv final : public Env {
+ public:
+  static constexpr int kMaxEpisodeSteps = 500;
+
+  struct State {
+    double x = 0;
+    double x_dot = 0;
+    double theta = 0;
+    double theta_dot = 0;
+  };
+
+  explicit CartPoleEnv(uint64_t seed);
+
+  const Space& observation_space() const override { return observation_space_; }
+  const Space& action_space() const override { return action_space_; }
+  void Reset(float* obs) override;
+  StepResult Step(const float* action, float* obs) override;
+
+  // Continues the current episode from `state` as if `elapsed_steps` steps had
+  // been taken, so tests can start from chosen states near a threshold or the
+  // time limit. The state must be finite.
+  void SetState(const State& state, int elapsed_steps = 0);
+
+ private:
+  void WriteObservation(float* obs) const;
+
+  std::mt19937_64 rng_;
+  Space observation_space_;
+  Space action_space_;
+  State state_;
+  int elapsed_steps_ = 0;
+  bool needs_reset_ = true;
+};
+
+}  // namespace ferry::envs::classic_control
+
+#endif  // FERRY_ENVS_CLASSIC_CONTROL_CARTPOLE_H_

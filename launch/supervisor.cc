@@ -1,0 +1,335 @@
+#include "launch/supervisor.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <thread>
+
+#include "core/log.h"
+
+namespace ferry::launch {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::atomic<bool> g_stop{false};
+void OnSignal(int) { g_stop.store(true); }
+
+constexpr int kMaxRestarts = 5;
+constexpr double kShutdownGrace = 10.0;
+
+struct Child {
+  std::string name;
+  std::vector<std::string> argv;
+  bool is_learner = false;
+  pid_t pid = -1;
+  int restarts = 0;
+  double restart_at = -1;  // When a crashed child is due to start again.
+};
+
+pid_t Spawn(const Child& child, const std::string& log_path) {
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid != 0) return pid;
+  // Child: own process group (so mpirun and its ranks are signalled together),
+  // die with the supervisor, output to the per-process log.
+  setpgid(0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() != parent) _exit(127);
+  const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd >= 0) {
+    dup2(fd, STDOUT_FILENO);
+    dup2(fd, STDERR_FILENO);
+    close(fd);
+  }
+  const int devnull = open("/dev/null", O_RDONLY);
+  if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+  std::vector<char*> args;
+  for (const auto& a : child.argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  execvp(args[0], args.data());
+  std::fprintf(stderr, "cannot start %s: %s\n", args[0], std::strerror(errno));
+  _exit(127);
+}
+
+std::string Timestamp() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+// The number after "key": in a flat JSON line, if present.
+std::optional<double> JsonNumber(const std::string& line, const std::string& key) {
+  const std::string needle = "\"" + key + "\": ";
+  const size_t at = line.find(needle);
+  if (at == std::string::npos) return std::nullopt;
+  const char* start = line.c_str() + at + needle.size();
+  char* end = nullptr;
+  const double v = std::strtod(start, &end);
+  if (end == start) return std::nullopt;
+  return v;
+}
+
+std::optional<std::string> JsonText(const std::string& line, const std::string& key) {
+  const std::string needle = "\"" + key + "\": \"";
+  const size_t at = line.find(needle);
+  if (at == std::string::npos) return std::nullopt;
+  const size_t from = at + needle.size();
+  const size_t to = line.find('"', from);
+  if (to == std::string::npos) return std::nullopt;
+  return line.substr(from, to - from);
+}
+
+// What the supervisor knows of the learner's progress, from metrics.jsonl.
+struct Progress {
+  double env_steps = 0, env_steps_per_s = 0, updates = 0, updates_per_s = 0;
+  double last_eval = NAN, best_eval = NAN;
+  std::string end;
+
+  void Read(const std::string& line) {
+    if (auto v = JsonNumber(line, "env_steps")) env_steps = *v;
+    if (auto v = JsonNumber(line, "env_steps_per_s")) env_steps_per_s = *v;
+    if (auto v = JsonNumber(line, "updates")) updates = *v;
+    if (auto v = JsonNumber(line, "updates_per_s")) updates_per_s = *v;
+    if (auto v = JsonNumber(line, "eval_return")) {
+      last_eval = *v;
+      if (std::isnan(best_eval) || *v > best_eval) best_eval = *v;
+    }
+    if (auto v = JsonText(line, "end")) end = *v;
+  }
+
+  std::string Line(double elapsed) const {
+    char buf[256];
+    std::snprintf(buf, sizeof(buf),
+                  "[%6.1fs] env steps %9.0f (%7.0f/s)  updates %7.0f (%6.1f/s)  eval return %s",
+                  elapsed, env_steps, env_steps_per_s, updates, updates_per_s,
+                  std::isnan(last_eval) ? "-" : std::to_string(last_eval).substr(0, 6).c_str());
+    return buf;
+  }
+};
+
+class MetricsTail {
+ public:
+  explicit MetricsTail(std::string path) : path_(std::move(path)) {}
+  void Poll(Progress* progress) {
+    std::ifstream in(path_);
+    if (!in) return;
+    in.seekg(offset_);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (in.eof()) break;  // A half-written last line: read it next time.
+      offset_ += static_cast<std::streamoff>(line.size() + 1);
+      progress->Read(line);
+    }
+  }
+
+ private:
+  std::string path_;
+  std::streamoff offset_ = 0;
+};
+
+std::vector<Child> Topology(const core::Config& config, const std::string& binary,
+                            const std::string& config_file) {
+  std::vector<Child> children;
+  const std::vector<std::string> common = {"--config", config_file};
+  auto role = [&](const std::string& name, std::vector<std::string> argv) {
+    argv.insert(argv.begin() + 2, common.begin(), common.end());
+    children.push_back(Child{name, std::move(argv)});
+  };
+  for (int k = 0; k < config.replay.shards; ++k) {
+    role("replay-" + std::to_string(k), {binary, "replay", "--shard", std::to_string(k)});
+  }
+  role("paramserver", {binary, "paramserver"});
+  std::vector<std::string> mpi = {"mpirun"};
+  if (geteuid() == 0) mpi.push_back("--allow-run-as-root");
+  for (const char* a : {"--oversubscribe", "--bind-to", "none", "--mca",
+                        "btl_vader_single_copy_mechanism", "none", "-np"}) {
+    mpi.push_back(a);
+  }
+  mpi.push_back(std::to_string(config.learner.ranks));
+  for (const std::string& a : {binary, std::string("learner"), std::string("--config"), config_file}) {
+    mpi.push_back(a);
+  }
+  children.push_back(Child{"learner", mpi, /*is_learner=*/true});
+  for (int i = 0; i < config.actors.count; ++i) {
+    role("actor-" + std::to_string(i), {binary, "actor", "--id", std::to_string(i)});
+  }
+  return children;
+}
+
+void StopAll(std::vector<Child>& children) {
+  for (auto& c : children) {
+    if (c.pid > 0) kill(-c.pid, SIGTERM);
+  }
+  const double deadline = core::NowSeconds() + kShutdownGrace;
+  while (core::NowSeconds() < deadline) {
+    bool any = false;
+    for (auto& c : children) {
+      if (c.pid <= 0) continue;
+      if (waitpid(c.pid, nullptr, WNOHANG) == c.pid) {
+        c.pid = -1;
+      } else {
+        any = true;
+      }
+    }
+    if (!any) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  for (auto& c : children) {
+    if (c.pid <= 0) continue;
+    std::fprintf(stderr, "ferry run: %s did not stop in %.0f s; killing it\n", c.name.c_str(),
+                 kShutdownGrace);
+    kill(-c.pid, SIGKILL);
+    waitpid(c.pid, nullptr, 0);
+    c.pid = -1;
+  }
+}
+
+}  // namespace
+
+int RunTopology(const RunRequest& request) {
+  auto loaded = core::LoadConfig(request.config_path, request.overrides);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "ferry run: %s\n", loaded.status().message().c_str());
+    return 1;
+  }
+  core::Config config = std::move(loaded).value();
+  if (config.run.dir.empty()) config.run.dir = "runs/" + config.run.name + "-" + Timestamp();
+  std::error_code ec;
+  fs::create_directories(fs::path(config.run.dir) / "logs", ec);
+  if (ec) {
+    std::fprintf(stderr, "ferry run: cannot create run directory %s: %s\n",
+                 config.run.dir.c_str(), ec.message().c_str());
+    return 1;
+  }
+  config.run.dir = fs::absolute(config.run.dir).string();
+  const std::string config_file = config.run.dir + "/config.yaml";
+  std::vector<Child> children = Topology(config, request.ferry_binary, config_file);
+  if (request.dry_run) {
+    for (const auto& c : children) {
+      std::printf("%-12s", c.name.c_str());
+      for (const auto& a : c.argv) std::printf(" %s", a.c_str());
+      std::printf("\n");
+    }
+    return 0;
+  }
+  {
+    std::ofstream out(config_file);
+    out << core::ConfigToYaml(config);
+    if (!out) {
+      std::fprintf(stderr, "ferry run: cannot write %s\n", config_file.c_str());
+      return 1;
+    }
+  }
+  // Children share 2 cores with each other: one compute thread each.
+  setenv("OMP_NUM_THREADS", "1", 1);
+  setenv("OPENBLAS_NUM_THREADS", "1", 1);
+  signal(SIGINT, OnSignal);
+  signal(SIGTERM, OnSignal);
+
+  const double start = core::NowSeconds();
+  const std::string logs = config.run.dir + "/logs/";
+  std::printf("ferry run: %s on %s, run directory %s\n", config.run.name.c_str(),
+              config.env.id.c_str(), config.run.dir.c_str());
+  for (auto& c : children) c.pid = Spawn(c, logs + c.name + ".log");
+
+  const bool tty = isatty(STDOUT_FILENO);
+  Progress progress;
+  MetricsTail tail(config.run.dir + "/metrics.jsonl");
+  double last_line = start;
+  int learner_status = -1;
+  std::string failure;
+  while (!g_stop.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const double now = core::NowSeconds();
+    int status = 0;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+      for (auto& c : children) {
+        if (c.pid != pid) continue;
+        c.pid = -1;
+        if (c.is_learner) {
+          learner_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+          break;
+        }
+        if (++c.restarts > kMaxRestarts) {
+          failure = c.name + " crashed " + std::to_string(c.restarts) + " times; giving up (see " +
+                    logs + c.name + ".log)";
+          break;
+        }
+        const double backoff = std::min(30.0, std::pow(2.0, c.restarts - 1));
+        std::fprintf(stderr, "\nferry run: %s exited (%s %d); restarting in %.0f s\n",
+                     c.name.c_str(), WIFEXITED(status) ? "status" : "signal",
+                     WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), backoff);
+        c.restart_at = now + backoff;
+      }
+    }
+    if (learner_status >= 0 || !failure.empty()) break;
+    for (auto& c : children) {
+      if (c.pid < 0 && c.restart_at >= 0 && now >= c.restart_at) {
+        c.pid = Spawn(c, logs + c.name + ".log");
+        c.restart_at = -1;
+      }
+    }
+    tail.Poll(&progress);
+    if (tty) {
+      std::printf("\r%s", progress.Line(now - start).c_str());
+      std::fflush(stdout);
+    } else if (now - last_line >= 10.0) {
+      std::printf("%s\n", progress.Line(now - start).c_str());
+      std::fflush(stdout);
+      last_line = now;
+    }
+    if (now - start > config.stop.max_seconds + 120) {
+      failure = "the learner did not end within stop.max_seconds + 120 s";
+      break;
+    }
+  }
+  StopAll(children);
+  tail.Poll(&progress);
+  if (tty) std::printf("\n");
+
+  const double elapsed = core::NowSeconds() - start;
+  int code;
+  std::string outcome;
+  if (!failure.empty()) {
+    code = 1;
+    outcome = "failed: " + failure;
+  } else if (progress.end == "target_reached") {
+    code = 0;
+    outcome = "target reached";
+  } else if (progress.end == "budget_exhausted") {
+    code = 2;
+    outcome = "budget exhausted";
+  } else if (g_stop.load()) {
+    code = 130;
+    outcome = "interrupted";
+  } else {
+    code = 1;
+    outcome = "learner exited with status " + std::to_string(learner_status) + " (see " + logs +
+              "learner.log)";
+  }
+  std::printf("ferry run: %s: %.0f env steps in %.1f s, best eval return %s; run dir %s\n",
+              outcome.c_str(), progress.env_steps, elapsed,
+              std::isnan(progress.best_eval) ? "-" : std::to_string(progress.best_eval).c_str(),
+              config.run.dir.c_str());
+  return code;
+}
+
+}  // namespace ferry::launch

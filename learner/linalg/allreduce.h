@@ -1,0 +1,22 @@
+// Allreduce over one contiguous float buffer: the learner's gradient kernel.
+//
+// Gradients are fused into a single buffer (Horovod's tensor fusion) so each
+// step pays one collective's latency instead of one per parameter tensor.
+// Every rank of `comm` must call with the same size.
+#ifndef FERRY_LEARNER_LINALG_ALLREDUCE_H_
+#define FERRY_LEARNER_LINALG_ALLREDUCE_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include <mpi.h>
+
+namespace ferry::learner::linalg {
+
+// In-place elementwise sum across ranks.
+void AllreduceSum(float* data, size_t count, MPI_Comm comm);
+void AllreduceSum(double* data, size_t count, MPI_Comm comm);
+
+}  // namespace ferry::learner::linalg
+
+#endif  // FERRY_LEARNER_LINALG_ALLREDUCE_H_

@@ -1,0 +1,109 @@
+#include "paramserver/client.h"
+
+#include "core/crc32c.h"
+#include "core/log.h"
+#include "core/wire.h"
+#include "paramserver/protocol.h"
+
+namespace ferry::paramserver {
+
+using core::Message;
+using core::MessageType;
+
+namespace {
+
+// Checks a Weights message and returns its blob; counts a bad one in `rejected`.
+std::optional<WeightsBlob> ReadWeights(const Result<Message>& m, int64_t newer_than,
+                                       int64_t* rejected) {
+  if (!m.ok() || m->header.type != MessageType::kWeights) return std::nullopt;
+  WeightsMeta meta;
+  if (!core::DecodeMeta(*m, &meta).ok() || m->payload.size() != 2 ||
+      m->payload[1].size() != meta.bytes ||
+      core::Crc32c(0, m->payload[1].data(), m->payload[1].size()) != meta.checksum) {
+    ++*rejected;
+    return std::nullopt;
+  }
+  if (meta.version <= newer_than) return std::nullopt;
+  const auto* p = m->payload[1].data<uint8_t>();
+  return WeightsBlob{meta.version, std::vector<uint8_t>(p, p + meta.bytes)};
+}
+
+}  // namespace
+
+WeightsPublisher::WeightsPublisher(zmq::context_t& context, const std::string& endpoint)
+    : endpoint_(endpoint), socket_(context, zmq::socket_type::dealer) {
+  socket_.set(zmq::sockopt::linger, 0);
+  socket_.set(zmq::sockopt::sndhwm, 4);
+  socket_.connect(endpoint);
+}
+
+void WeightsPublisher::Publish(int64_t version, const void* data, size_t bytes) {
+  DrainReplies();
+  WeightsMeta meta;
+  meta.version = version;
+  meta.bytes = bytes;
+  meta.checksum = core::Crc32c(0, data, bytes);
+  std::vector<zmq::message_t> payload;
+  payload.push_back(core::EncodeMeta(meta));
+  payload.emplace_back(data, bytes);
+  core::Send(socket_, MessageType::kPublishWeights, 0, static_cast<uint64_t>(version),
+             std::move(payload));
+}
+
+void WeightsPublisher::DrainReplies() {
+  while (true) {
+    auto frames = core::ReceiveFrames(socket_);
+    if (frames.empty()) return;
+    auto m = core::Decode(std::move(frames));
+    if (!m.ok()) continue;
+    if (m->header.type == MessageType::kError) {
+      core::Log("paramserver %s refused weights: %s", endpoint_.c_str(),
+                core::ErrorText(*m).c_str());
+    } else if (m->header.type == MessageType::kPublishAck) {
+      acked_version_ = static_cast<int64_t>(m->header.sequence);
+    }
+  }
+}
+
+WeightsSubscriber::WeightsSubscriber(zmq::context_t& context, const std::string& endpoint,
+                                     const std::string& broadcast_endpoint)
+    : endpoint_(endpoint),
+      dealer_(context, zmq::socket_type::dealer),
+      sub_(context, zmq::socket_type::sub) {
+  dealer_.set(zmq::sockopt::linger, 0);
+  dealer_.connect(endpoint);
+  sub_.set(zmq::sockopt::linger, 0);
+  sub_.set(zmq::sockopt::conflate, 1);  // Must precede connect.
+  sub_.set(zmq::sockopt::subscribe, "");
+  sub_.connect(broadcast_endpoint);
+}
+
+void WeightsSubscriber::RequestLatest() {
+  FetchMeta meta;
+  meta.have_version = version_;
+  std::vector<zmq::message_t> payload;
+  payload.push_back(core::EncodeMeta(meta));
+  core::Send(dealer_, MessageType::kFetchWeights, 0, next_sequence_++, std::move(payload));
+}
+
+std::optional<WeightsBlob> WeightsSubscriber::Poll() {
+  std::optional<WeightsBlob> newest;
+  auto take = [&](std::optional<WeightsBlob> blob) {
+    if (blob && blob->version > version_) {
+      version_ = blob->version;
+      newest = std::move(blob);
+    }
+  };
+  zmq::message_t packed;
+  while (sub_.recv(packed, zmq::recv_flags::dontwait)) {
+    take(ReadWeights(core::Unpack(packed), version_, &rejected_));
+  }
+  while (true) {
+    auto frames = core::ReceiveFrames(dealer_);
+    if (frames.empty()) break;
+    take(ReadWeights(core::Decode(std::move(frames)), version_, &rejected_));
+  }
+  return newest;
+}
+
+}  // namespace ferry::paramserver

@@ -1,0 +1,63 @@
+// Both ends of the weight flow that talk to a ParamServer.
+//
+// WeightsPublisher (learner rank 0): Publish() sends and returns at once; acks
+// and refusals are collected on later calls, so the learner never waits.
+// WeightsSubscriber (actor): Poll() never blocks; it returns the newest blob
+// that arrived on the broadcast (ZMQ_CONFLATE keeps only the latest) or as the
+// answer to RequestLatest(), the fetch used at start-up and after a reconnect.
+// Each object is used from one thread.
+#ifndef FERRY_PARAMSERVER_CLIENT_H_
+#define FERRY_PARAMSERVER_CLIENT_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "core/status.h"
+
+namespace ferry::paramserver {
+
+struct WeightsBlob {
+  int64_t version = -1;
+  std::vector<uint8_t> bytes;
+};
+
+class WeightsPublisher {
+ public:
+  WeightsPublisher(zmq::context_t& context, const std::string& endpoint);
+  void Publish(int64_t version, const void* data, size_t bytes);
+  int64_t acked_version() const { return acked_version_; }
+
+ private:
+  void DrainReplies();
+
+  std::string endpoint_;
+  zmq::socket_t socket_;
+  int64_t acked_version_ = -1;
+};
+
+class WeightsSubscriber {
+ public:
+  WeightsSubscriber(zmq::context_t& context, const std::string& endpoint,
+                    const std::string& broadcast_endpoint);
+  void RequestLatest();
+  // The newest blob newer than any returned before, if one is waiting.
+  std::optional<WeightsBlob> Poll();
+  int64_t version() const { return version_; }
+  int64_t rejected() const { return rejected_; }
+
+ private:
+  std::string endpoint_;
+  zmq::socket_t dealer_;
+  zmq::socket_t sub_;
+  int64_t version_ = -1;
+  int64_t rejected_ = 0;  // Blobs that failed their checksum.
+  uint64_t next_sequence_ = 1;
+};
+
+}  // namespace ferry::paramserver
+
+#endif  // FERRY_PARAMSERVER_CLIENT_H_

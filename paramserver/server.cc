@@ -1,0 +1,102 @@
+#include "paramserver/server.h"
+
+#include "core/crc32c.h"
+#include "core/log.h"
+
+namespace ferry::paramserver {
+
+using core::Message;
+using core::MessageType;
+
+ParamServer::ParamServer(zmq::context_t& context, ServerOptions options)
+    : options_(std::move(options)),
+      router_(context, zmq::socket_type::router),
+      pub_(context, zmq::socket_type::pub) {
+  router_.set(zmq::sockopt::linger, 0);
+  router_.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(options_.max_blob_bytes + 4096));
+  pub_.set(zmq::sockopt::linger, 0);
+  pub_.set(zmq::sockopt::sndhwm, 2);
+}
+
+Status ParamServer::Bind() {
+  try {
+    router_.bind(options_.endpoint);
+    pub_.bind(options_.broadcast_endpoint);
+  } catch (const zmq::error_t& e) {
+    return Unavailable("paramserver: cannot bind " + options_.endpoint + " / " +
+                       options_.broadcast_endpoint + ": " + e.what());
+  }
+  return Status::Ok();
+}
+
+void ParamServer::Serve(const std::atomic<bool>& stop) {
+  zmq::pollitem_t item{router_.handle(), 0, ZMQ_POLLIN, 0};
+  while (!stop.load(std::memory_order_relaxed)) {
+    zmq::poll(&item, 1, std::chrono::milliseconds(50));
+    if (!(item.revents & ZMQ_POLLIN)) continue;
+    for (int i = 0; i < 64; ++i) {
+      auto frames = core::ReceiveFrames(router_);
+      if (frames.empty()) break;
+      zmq::message_t routing_id = std::move(frames.front());
+      frames.erase(frames.begin());
+      auto m = core::Decode(std::move(frames));
+      Status status = m.ok() ? Status::Ok() : m.status();
+      uint64_t sequence = 0;
+      if (m.ok()) {
+        sequence = m->header.sequence;
+        if (m->header.type == MessageType::kPublishWeights) {
+          status = HandlePublish(routing_id, *m);
+        } else if (m->header.type == MessageType::kFetchWeights) {
+          HandleFetch(routing_id, *m);
+        } else {
+          status = InvalidArgument(std::string("the paramserver does not accept ") +
+                                   core::MessageTypeName(m->header.type));
+        }
+      }
+      if (!status.ok()) {
+        ++bad_messages_;
+        core::Send(router_, MessageType::kError, 0, sequence, core::ErrorPayload(status.message()),
+                   &routing_id);
+      }
+    }
+  }
+}
+
+Status ParamServer::HandlePublish(const zmq::message_t& routing_id, Message& m) {
+  WeightsMeta meta;
+  FERRY_RETURN_IF_ERROR(core::DecodeMeta(m, &meta));
+  if (m.payload.size() != 2 || m.payload[1].size() != meta.bytes) {
+    return InvalidArgument("PublishWeights: blob size does not match its metadata");
+  }
+  if (core::Crc32c(0, m.payload[1].data(), m.payload[1].size()) != meta.checksum) {
+    return InvalidArgument("PublishWeights: blob checksum mismatch");
+  }
+  if (meta.version <= meta_.version) {
+    return InvalidArgument("PublishWeights: version " + std::to_string(meta.version) +
+                           " is not newer than " + std::to_string(meta_.version));
+  }
+  meta_ = meta;
+  blob_.copy(m.payload[1]);
+  latest_version_.store(meta.version);
+  std::vector<zmq::message_t> ack;
+  ack.push_back(core::EncodeMeta(meta_));
+  core::Send(router_, MessageType::kPublishAck, 0, m.header.sequence, std::move(ack), &routing_id);
+  pub_.send(core::Pack(MessageType::kWeights, 0, static_cast<uint64_t>(meta_.version),
+                       LatestPayload()),
+            zmq::send_flags::dontwait);
+  return Status::Ok();
+}
+
+void ParamServer::HandleFetch(const zmq::message_t& routing_id, const Message& m) {
+  core::Send(router_, MessageType::kWeights, 0, m.header.sequence, LatestPayload(), &routing_id);
+}
+
+std::vector<zmq::message_t> ParamServer::LatestPayload() const {
+  std::vector<zmq::message_t> payload;
+  payload.push_back(core::EncodeMeta(meta_));
+  payload.emplace_back();
+  payload.back().copy(blob_);
+  return payload;
+}
+
+}  // namespace ferry::paramserver

@@ -1,0 +1,94 @@
+// Replay's messages: the metadata structs that ride in frame 1 (core/wire.h).
+//
+//   InsertBatch       actor -> shard   meta, one frame per column, priorities f32
+//   InsertAck         shard -> actor   meta; header.sequence echoes the batch
+//   SampleRequest     learner -> shard meta
+//   SampleReply       shard -> learner meta, keys, masses f64, times_sampled u32, columns
+//   UpdatePriorities  learner -> shard meta, keys, priorities f32 (no reply)
+//   StatsRequest/Reply                 meta, per-actor insert counts (u32 id, u64 count)
+//
+// Every reply carries the shard's total priority mass, min mass and size, so
+// the client keeps global-proportional sampling exact without extra requests.
+#ifndef FERRY_REPLAY_PROTOCOL_H_
+#define FERRY_REPLAY_PROTOCOL_H_
+
+#include <cstdint>
+
+namespace ferry::replay {
+
+struct InsertMeta {
+  uint64_t schema_fingerprint = 0;
+  uint64_t actor_epoch = 0;  // Changes when an actor process restarts.
+  uint32_t count = 0;
+  template <class Archive>
+  void serialize(Archive& ar) { ar(schema_fingerprint, actor_epoch, count); }
+};
+
+struct InsertAckMeta {
+  uint8_t duplicate = 0;  // 1: this (actor, sequence) was stored before; nothing added.
+  int64_t size = 0;
+  template <class Archive>
+  void serialize(Archive& ar) { ar(duplicate, size); }
+};
+
+struct SampleRequestMeta {
+  uint64_t schema_fingerprint = 0;
+  uint32_t count = 0;
+  template <class Archive>
+  void serialize(Archive& ar) { ar(schema_fingerprint, count); }
+};
+
+enum class SampleStatus : uint8_t {
+  kOk = 0,
+  kTooSmall = 1,     // Fewer items than min_size_to_sample.
+  kRateLimited = 2,  // Samples ran ahead of inserts (samples_per_insert).
+};
+
+// The shard-wide figures every sample reply and stats reply carry.
+struct MassInfo {
+  double total_mass = 0;     // Sum of p^alpha.
+  double min_mass = 0;       // Min of p^alpha (0 when empty).
+  int64_t size = 0;
+  int64_t inserted_total = 0;  // Transitions ever stored (duplicates excluded).
+  template <class Archive>
+  void serialize(Archive& ar) { ar(total_mass, min_mass, size, inserted_total); }
+};
+
+struct SampleReplyMeta {
+  SampleStatus status = SampleStatus::kOk;
+  uint32_t count = 0;
+  MassInfo mass;
+  template <class Archive>
+  void serialize(Archive& ar) { ar(status, count, mass); }
+};
+
+struct UpdatePrioritiesMeta {
+  uint32_t count = 0;
+  template <class Archive>
+  void serialize(Archive& ar) { ar(count); }
+};
+
+struct StatsMeta {
+  MassInfo mass;
+  int64_t capacity = 0;
+  int64_t resident_bytes = 0;
+  int64_t samples_total = 0;       // Items handed out.
+  int64_t updates_applied = 0;
+  int64_t updates_stale = 0;
+  int64_t duplicates_dropped = 0;
+  int64_t bad_messages = 0;
+  int64_t inserts_waiting = 0;     // Batches held back by the rate limiter right now.
+  int64_t samples_refused = 0;     // Sample requests answered kTooSmall or kRateLimited.
+  uint64_t schema_fingerprint = 0;
+  double alpha = 0;
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(mass, capacity, resident_bytes, samples_total, updates_applied, updates_stale,
+       duplicates_dropped, bad_messages, inserts_waiting, samples_refused, schema_fingerprint,
+       alpha);
+  }
+};
+
+}  // namespace ferry::replay
+
+#endif  // FERRY_REPLAY_PROTOCOL_H_

@@ -1,0 +1,203 @@
+#include "replay/sampler.h"
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "core/log.h"
+#include "core/wire.h"
+#include "replay/global_sampling.h"
+
+namespace ferry::replay {
+
+using core::Message;
+using core::MessageType;
+
+ReplaySampler::ReplaySampler(zmq::context_t& context, std::vector<std::string> endpoints,
+                             core::Schema schema, uint32_t client_id, uint64_t seed)
+    : endpoints_(std::move(endpoints)),
+      schema_(std::move(schema)),
+      client_id_(client_id),
+      rng_(seed),
+      mass_(endpoints_.size()) {
+  for (const auto& endpoint : endpoints_) {
+    sockets_.emplace_back(context, zmq::socket_type::dealer);
+    sockets_.back().set(zmq::sockopt::linger, 0);
+    sockets_.back().connect(endpoint);
+  }
+}
+
+Result<Message> ReplaySampler::Await(int shard, MessageType type, uint64_t sequence,
+                                     double deadline) {
+  auto& socket = sockets_[shard];
+  while (true) {
+    const double left = deadline - core::NowSeconds();
+    if (left <= 0) {
+      return DeadlineExceeded("replay shard " + std::to_string(shard) + " at " +
+                              endpoints_[shard] + " did not answer in time");
+    }
+    zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, std::chrono::milliseconds(std::max(1, static_cast<int>(left * 1000))));
+    if (!(item.revents & ZMQ_POLLIN)) continue;
+    Result<Message> m = core::Decode(core::ReceiveFrames(socket));
+    if (!m.ok()) {
+      core::Log("dropping malformed reply from %s: %s", endpoints_[shard].c_str(),
+                m.status().message().c_str());
+      continue;
+    }
+    if (m->header.type == MessageType::kError && m->header.sequence == sequence) {
+      return InvalidArgument("replay shard " + endpoints_[shard] + ": " + core::ErrorText(*m));
+    }
+    if (m->header.type == type && m->header.sequence == sequence) return m;
+  }
+}
+
+Status ReplaySampler::RefreshMasses(double deadline) {
+  auto stats = Stats(std::max(0.0, deadline - core::NowSeconds()));
+  if (!stats.ok()) return stats.status();
+  for (size_t k = 0; k < stats->size(); ++k) mass_[k] = (*stats)[k].mass;
+  have_mass_ = true;
+  return Status::Ok();
+}
+
+Result<std::vector<StatsMeta>> ReplaySampler::Stats(double timeout_seconds) {
+  const double deadline = core::NowSeconds() + timeout_seconds;
+  const uint64_t sequence = next_sequence_++;
+  for (auto& socket : sockets_) {
+    std::vector<zmq::message_t> payload;
+    core::Send(socket, MessageType::kStatsRequest, client_id_, sequence, std::move(payload));
+  }
+  std::vector<StatsMeta> all(sockets_.size());
+  for (int k = 0; k < num_shards(); ++k) {
+    auto reply = Await(k, MessageType::kStatsReply, sequence, deadline);
+    if (!reply.ok()) return reply.status();
+    FERRY_RETURN_IF_ERROR(core::DecodeMeta(*reply, &all[k]));
+  }
+  return all;
+}
+
+Result<SampledBatch> ReplaySampler::Sample(int count, double beta, double timeout_seconds) {
+  const double start = core::NowSeconds();
+  const double deadline = start + timeout_seconds;
+  if (!have_mass_) FERRY_RETURN_IF_ERROR(RefreshMasses(deadline));
+
+  std::vector<double> masses;
+  for (const auto& m : mass_) masses.push_back(m.size > 0 ? m.total_mass : 0.0);
+  while (std::all_of(masses.begin(), masses.end(), [](double m) { return m <= 0; })) {
+    if (core::NowSeconds() >= deadline) return DeadlineExceeded("every replay shard is empty");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    FERRY_RETURN_IF_ERROR(RefreshMasses(deadline));
+    for (size_t k = 0; k < masses.size(); ++k) {
+      masses[k] = mass_[k].size > 0 ? mass_[k].total_mass : 0.0;
+    }
+  }
+  const std::vector<int> counts =
+      SplitAcrossShards(masses, count, std::uniform_real_distribution<double>(0, 1)(rng_));
+
+  // All shards work on their share at once; only refused shares are asked again.
+  std::vector<Message> replies(sockets_.size());
+  std::vector<uint64_t> sequences(sockets_.size(), 0);
+  auto request = [&](int k) {
+    SampleRequestMeta req;
+    req.schema_fingerprint = schema_.Fingerprint();
+    req.count = static_cast<uint32_t>(counts[k]);
+    sequences[k] = next_sequence_++;
+    std::vector<zmq::message_t> payload;
+    payload.push_back(core::EncodeMeta(req));
+    core::Send(sockets_[k], MessageType::kSampleRequest, client_id_, sequences[k],
+               std::move(payload));
+  };
+  for (int k = 0; k < num_shards(); ++k) {
+    if (counts[k] > 0) request(k);
+  }
+  double waited = 0;
+  for (int k = 0; k < num_shards(); ++k) {
+    if (counts[k] == 0) continue;
+    while (true) {
+      auto reply = Await(k, MessageType::kSampleReply, sequences[k], deadline);
+      if (!reply.ok()) return reply.status();
+      SampleReplyMeta meta;
+      FERRY_RETURN_IF_ERROR(core::DecodeMeta(*reply, &meta));
+      mass_[k] = meta.mass;
+      if (meta.status == SampleStatus::kOk) {
+        replies[k] = std::move(reply).value();
+        break;
+      }
+      // The shard must still deliver its share, or the split stops being proportional.
+      const double pause_start = core::NowSeconds();
+      if (pause_start >= deadline) {
+        return DeadlineExceeded("replay shard " + endpoints_[k] + " stayed " +
+                                (meta.status == SampleStatus::kTooSmall ? "below min size"
+                                                                        : "rate-limited"));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      waited += core::NowSeconds() - pause_start;
+      request(k);
+    }
+  }
+
+  SampledBatch batch;
+  batch.count = count;
+  batch.wait_seconds = waited;
+  batch.columns.resize(schema_.columns.size());
+  double global_total = 0;
+  double global_min = 0;
+  for (const auto& m : mass_) {
+    batch.global_size += m.size;
+    batch.inserted_total += m.inserted_total;
+    global_total += m.total_mass;
+    if (m.size > 0 && (global_min == 0 || m.min_mass < global_min)) global_min = m.min_mass;
+  }
+  for (int k = 0; k < num_shards(); ++k) {
+    if (counts[k] == 0) continue;
+    const Message& r = replies[k];
+    const size_t n = static_cast<size_t>(counts[k]);
+    if (r.payload.size() != 4 + schema_.columns.size() || r.payload[1].size() != n * sizeof(Key) ||
+        r.payload[2].size() != n * sizeof(double)) {
+      return Internal("replay shard " + endpoints_[k] + " sent a malformed SampleReply");
+    }
+    const auto* keys = r.payload[1].data<Key>();
+    const auto* masses_k = r.payload[2].data<double>();
+    for (size_t i = 0; i < n; ++i) {
+      batch.shards.push_back(static_cast<uint32_t>(k));
+      batch.keys.push_back(keys[i]);
+      batch.probabilities.push_back(masses_k[i] / global_total);
+    }
+    for (size_t c = 0; c < schema_.columns.size(); ++c) {
+      const auto& frame = r.payload[4 + c];
+      if (frame.size() != n * schema_.columns[c].row_bytes()) {
+        return Internal("replay shard " + endpoints_[k] + " sent a column of the wrong size");
+      }
+      const auto* bytes = frame.data<uint8_t>();
+      batch.columns[c].insert(batch.columns[c].end(), bytes, bytes + frame.size());
+    }
+  }
+  batch.weights =
+      ImportanceWeights(batch.probabilities, batch.global_size, global_min / global_total, beta);
+  return batch;
+}
+
+void ReplaySampler::UpdatePriorities(const SampledBatch& batch,
+                                     const std::vector<float>& priorities) {
+  FERRY_CHECK(priorities.size() == batch.keys.size());
+  for (int k = 0; k < num_shards(); ++k) {
+    std::vector<Key> keys;
+    std::vector<float> values;
+    for (size_t i = 0; i < batch.keys.size(); ++i) {
+      if (batch.shards[i] != static_cast<uint32_t>(k)) continue;
+      keys.push_back(batch.keys[i]);
+      values.push_back(priorities[i]);
+    }
+    if (keys.empty()) continue;
+    UpdatePrioritiesMeta meta;
+    meta.count = static_cast<uint32_t>(keys.size());
+    std::vector<zmq::message_t> payload;
+    payload.push_back(core::EncodeMeta(meta));
+    payload.emplace_back(keys.data(), keys.size() * sizeof(Key));
+    payload.emplace_back(values.data(), values.size() * sizeof(float));
+    core::Send(sockets_[k], MessageType::kUpdatePriorities, client_id_, next_sequence_++,
+               std::move(payload));
+  }
+}
+
+}  // namespace ferry::replay

@@ -1,0 +1,279 @@
+#include "replay/shard.h"
+
+#include <cstring>
+
+#include "core/log.h"
+
+namespace ferry::replay {
+
+using core::Message;
+using core::MessageType;
+
+ShardServer::ShardServer(zmq::context_t& context, ShardOptions options)
+    : options_(std::move(options)),
+      socket_(context, zmq::socket_type::router),
+      table_(options_.schema, options_.capacity, options_.alpha),
+      limiter_(options_.samples_per_insert, options_.min_size_to_sample,
+               options_.samples_per_insert_tolerance),
+      rng_(options_.seed) {
+  socket_.set(zmq::sockopt::linger, 0);
+  // Bounded by the largest legal insert, so an oversized message is dropped by
+  // ZeroMQ before it is allocated.
+  const int64_t max_message =
+      static_cast<int64_t>(options_.max_batch) * (options_.schema.row_bytes() + 16) + 4096;
+  socket_.set(zmq::sockopt::maxmsgsize, max_message);
+  stats_.capacity = options_.capacity;
+  stats_.schema_fingerprint = options_.schema.Fingerprint();
+  stats_.alpha = options_.alpha;
+}
+
+Status ShardServer::Bind() {
+  try {
+    socket_.bind(options_.endpoint);
+  } catch (const zmq::error_t& e) {
+    return Unavailable("replay shard " + std::to_string(options_.shard_id) + ": cannot bind " +
+                       options_.endpoint + ": " + e.what());
+  }
+  return Status::Ok();
+}
+
+void ShardServer::Serve(const std::atomic<bool>& stop) {
+  zmq::pollitem_t items[] = {{socket_.handle(), 0, ZMQ_POLLIN, 0}};
+  while (!stop.load(std::memory_order_relaxed)) {
+    zmq::poll(items, 1, std::chrono::milliseconds(50));
+    if (!(items[0].revents & ZMQ_POLLIN)) continue;
+    // Drain what is queued, then check `stop` again.
+    for (int i = 0; i < 256; ++i) {
+      std::vector<zmq::message_t> frames = core::ReceiveFrames(socket_);
+      if (frames.empty()) break;
+      zmq::message_t routing_id = std::move(frames.front());
+      frames.erase(frames.begin());
+      Result<Message> decoded = core::Decode(std::move(frames));
+      if (!decoded.ok()) {
+        {
+          std::lock_guard<std::mutex> lock(stats_mu_);
+          ++stats_.bad_messages;
+        }
+        core::Send(socket_, MessageType::kError, options_.shard_id, 0,
+                   core::ErrorPayload(decoded.status().message()), &routing_id);
+        continue;
+      }
+      Handle(std::move(routing_id), std::move(decoded).value());
+    }
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    stats_.mass = Mass();
+    stats_.resident_bytes = table_.resident_bytes();
+    stats_.inserts_waiting = static_cast<int64_t>(pending_.size());
+  }
+}
+
+StatsMeta ShardServer::Stats() const {
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  return stats_;
+}
+
+MassInfo ShardServer::Mass() const {
+  MassInfo m;
+  m.total_mass = table_.total_mass();
+  m.min_mass = table_.min_mass();
+  m.size = table_.size();
+  m.inserted_total = limiter_.inserts();
+  return m;
+}
+
+void ShardServer::Handle(zmq::message_t routing_id, Message message) {
+  Status status;
+  const uint64_t sequence = message.header.sequence;
+  switch (message.header.type) {
+    case MessageType::kInsertBatch: {
+      bool deferred = false;
+      status = HandleInsert(routing_id, message, &deferred);
+      if (status.ok() && deferred) {
+        pending_.push_back({std::move(routing_id), std::move(message)});
+        return;
+      }
+      break;
+    }
+    case MessageType::kSampleRequest:
+      status = HandleSample(routing_id, message);
+      if (status.ok()) DrainPending();
+      break;
+    case MessageType::kUpdatePriorities:
+      status = HandleUpdate(message);
+      break;
+    case MessageType::kStatsRequest:
+      HandleStats(routing_id, message);
+      break;
+    default:
+      status = InvalidArgument(std::string("a replay shard does not accept ") +
+                               core::MessageTypeName(message.header.type));
+  }
+  if (!status.ok()) {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    ++stats_.bad_messages;
+    Reply(routing_id, MessageType::kError, sequence, core::ErrorPayload(status.message()));
+  }
+}
+
+Status ShardServer::ValidateInsert(const Message& m, InsertMeta* meta) const {
+  FERRY_RETURN_IF_ERROR(core::DecodeMeta(m, meta));
+  const auto& columns = options_.schema.columns;
+  if (meta->schema_fingerprint != options_.schema.Fingerprint()) {
+    return InvalidArgument("InsertBatch: schema differs from this shard's (" +
+                           options_.schema.ToString() + ")");
+  }
+  if (meta->count == 0 || meta->count > static_cast<uint32_t>(options_.max_batch)) {
+    return InvalidArgument("InsertBatch: count " + std::to_string(meta->count) +
+                           " outside 1.." + std::to_string(options_.max_batch));
+  }
+  if (m.payload.size() != columns.size() + 2) {
+    return InvalidArgument("InsertBatch: " + std::to_string(m.payload.size()) +
+                           " frames, expected " + std::to_string(columns.size() + 2));
+  }
+  for (size_t c = 0; c < columns.size(); ++c) {
+    if (m.payload[c + 1].size() != meta->count * columns[c].row_bytes()) {
+      return InvalidArgument("InsertBatch: column '" + columns[c].name + "' has " +
+                             std::to_string(m.payload[c + 1].size()) + " bytes, expected " +
+                             std::to_string(meta->count * columns[c].row_bytes()));
+    }
+  }
+  if (m.payload.back().size() != meta->count * sizeof(float)) {
+    return InvalidArgument("InsertBatch: priorities frame has the wrong size");
+  }
+  return Status::Ok();
+}
+
+Status ShardServer::HandleInsert(const zmq::message_t& routing_id, const Message& m,
+                                 bool* deferred) {
+  InsertMeta meta;
+  FERRY_RETURN_IF_ERROR(ValidateInsert(m, &meta));
+  if (!limiter_.CanInsert(table_.size())) {
+    *deferred = true;
+    return Status::Ok();
+  }
+  const uint32_t actor = m.header.sender;
+  InsertAckMeta ack;
+  if (dedup_.Accept(actor, meta.actor_epoch, m.header.sequence)) {
+    std::vector<const uint8_t*> columns;
+    for (size_t c = 0; c < options_.schema.columns.size(); ++c) {
+      columns.push_back(m.payload[c + 1].data<uint8_t>());
+    }
+    table_.Insert(static_cast<int>(meta.count), columns, m.payload.back().data<float>());
+    limiter_.Inserted(meta.count);
+    dedup_.CountInserted(actor, meta.count);
+  } else {
+    ack.duplicate = 1;
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    ++stats_.duplicates_dropped;
+  }
+  ack.size = table_.size();
+  std::vector<zmq::message_t> payload;
+  payload.push_back(core::EncodeMeta(ack));
+  Reply(routing_id, MessageType::kInsertAck, m.header.sequence, std::move(payload));
+  return Status::Ok();
+}
+
+void ShardServer::DrainPending() {
+  while (!pending_.empty() && limiter_.CanInsert(table_.size())) {
+    Pending p = std::move(pending_.front());
+    pending_.pop_front();
+    bool deferred = false;
+    // Validated when it arrived; only the limiter can defer it again.
+    FERRY_CHECK(HandleInsert(p.routing_id, p.message, &deferred).ok());
+    FERRY_CHECK(!deferred);
+  }
+}
+
+Status ShardServer::HandleSample(const zmq::message_t& routing_id, const Message& m) {
+  SampleRequestMeta req;
+  FERRY_RETURN_IF_ERROR(core::DecodeMeta(m, &req));
+  if (req.schema_fingerprint != options_.schema.Fingerprint()) {
+    return InvalidArgument("SampleRequest: schema differs from this shard's (" +
+                           options_.schema.ToString() + ")");
+  }
+  if (req.count == 0 || req.count > static_cast<uint32_t>(options_.max_batch)) {
+    return InvalidArgument("SampleRequest: count " + std::to_string(req.count) +
+                           " outside 1.." + std::to_string(options_.max_batch));
+  }
+  SampleReplyMeta reply;
+  std::vector<zmq::message_t> payload;
+  if (table_.size() < options_.min_size_to_sample || table_.size() == 0) {
+    reply.status = SampleStatus::kTooSmall;
+  } else if (!limiter_.CanSample(table_.size())) {
+    reply.status = SampleStatus::kRateLimited;
+  }
+  if (reply.status != SampleStatus::kOk) {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    ++stats_.samples_refused;
+  } else {
+    table_.Sample(static_cast<int>(req.count), rng_, &scratch_);
+    limiter_.Sampled(req.count);
+    reply.count = req.count;
+    {
+      std::lock_guard<std::mutex> lock(stats_mu_);
+      stats_.samples_total += req.count;
+    }
+  }
+  reply.mass = Mass();
+  payload.push_back(core::EncodeMeta(reply));
+  if (reply.status == SampleStatus::kOk) {
+    payload.emplace_back(scratch_.keys.data(), scratch_.keys.size() * sizeof(Key));
+    payload.emplace_back(scratch_.masses.data(), scratch_.masses.size() * sizeof(double));
+    payload.emplace_back(scratch_.times_sampled.data(),
+                         scratch_.times_sampled.size() * sizeof(uint32_t));
+    for (const auto& column : scratch_.columns) payload.emplace_back(column.data(), column.size());
+  }
+  Reply(routing_id, MessageType::kSampleReply, m.header.sequence, std::move(payload));
+  return Status::Ok();
+}
+
+Status ShardServer::HandleUpdate(const Message& m) {
+  UpdatePrioritiesMeta meta;
+  FERRY_RETURN_IF_ERROR(core::DecodeMeta(m, &meta));
+  if (meta.count > static_cast<uint32_t>(options_.max_batch) || m.payload.size() != 3 ||
+      m.payload[1].size() != meta.count * sizeof(Key) ||
+      m.payload[2].size() != meta.count * sizeof(float)) {
+    return InvalidArgument("UpdatePriorities: frames do not match count " +
+                           std::to_string(meta.count));
+  }
+  std::vector<Key> keys(meta.count);
+  std::vector<float> priorities(meta.count);
+  std::memcpy(keys.data(), m.payload[1].data(), m.payload[1].size());
+  std::memcpy(priorities.data(), m.payload[2].data(), m.payload[2].size());
+  const int applied = table_.UpdatePriorities(keys.data(), priorities.data(),
+                                              static_cast<int>(meta.count));
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  stats_.updates_applied += applied;
+  stats_.updates_stale += meta.count - applied;
+  return Status::Ok();
+}
+
+void ShardServer::HandleStats(const zmq::message_t& routing_id, const Message& m) {
+  StatsMeta stats;
+  {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    stats_.mass = Mass();
+    stats_.resident_bytes = table_.resident_bytes();
+    stats_.inserts_waiting = static_cast<int64_t>(pending_.size());
+    stats = stats_;
+  }
+  std::vector<uint8_t> per_actor;
+  for (const auto& [actor, count] : dedup_.inserted_per_actor()) {
+    const uint64_t c = static_cast<uint64_t>(count);
+    const auto* a = reinterpret_cast<const uint8_t*>(&actor);
+    const auto* n = reinterpret_cast<const uint8_t*>(&c);
+    per_actor.insert(per_actor.end(), a, a + sizeof(actor));
+    per_actor.insert(per_actor.end(), n, n + sizeof(c));
+  }
+  std::vector<zmq::message_t> payload;
+  payload.push_back(core::EncodeMeta(stats));
+  payload.emplace_back(per_actor.data(), per_actor.size());
+  Reply(routing_id, MessageType::kStatsReply, m.header.sequence, std::move(payload));
+}
+
+void ShardServer::Reply(const zmq::message_t& routing_id, MessageType type, uint64_t sequence,
+                        std::vector<zmq::message_t> payload) {
+  core::Send(socket_, type, options_.shard_id, sequence, std::move(payload), &routing_id);
+}
+
+}  // namespace ferry::replay

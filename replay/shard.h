@@ -1,0 +1,89 @@
+// One replay shard: a prioritized Table served over a ZeroMQ ROUTER socket.
+//
+//   InsertBatch -> validate -> dedup (actor, sequence) -> rate limiter
+//               -> Table::Insert -> InsertAck   (held back while rate-limited)
+//   SampleRequest -> rate limiter -> Table::Sample -> SampleReply + mass info
+//   UpdatePriorities -> Table::UpdatePriorities (stale generations ignored)
+//   StatsRequest -> StatsReply
+//
+// Everything runs on the thread that calls Serve(); the socket and table are
+// owned by it. Stats() may be called from another thread. A malformed message
+// gets an Error reply and a counter, and the shard keeps serving.
+#ifndef FERRY_REPLAY_SHARD_H_
+#define FERRY_REPLAY_SHARD_H_
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <random>
+#include <string>
+
+#include <zmq.hpp>
+
+#include "core/experience.h"
+#include "core/status.h"
+#include "core/wire.h"
+#include "replay/dedup.h"
+#include "replay/protocol.h"
+#include "replay/rate_limiter.h"
+#include "replay/table.h"
+
+namespace ferry::replay {
+
+struct ShardOptions {
+  uint32_t shard_id = 0;
+  std::string endpoint;  // e.g. tcp://127.0.0.1:5550
+  core::Schema schema;
+  int64_t capacity = 100000;
+  double alpha = 0.6;
+  int64_t min_size_to_sample = 1;
+  double samples_per_insert = 1.0;
+  double samples_per_insert_tolerance = 1e18;  // Effectively unlimited by default.
+  uint64_t seed = 0;
+  int max_batch = 1 << 16;  // Largest insert or sample count accepted.
+};
+
+class ShardServer {
+ public:
+  ShardServer(zmq::context_t& context, ShardOptions options);
+
+  // Binds the endpoint; an address in use is reported, not thrown.
+  Status Bind();
+  // Serves until `stop` becomes true (checked at least every 50 ms).
+  void Serve(const std::atomic<bool>& stop);
+  StatsMeta Stats() const;
+
+ private:
+  struct Pending {
+    zmq::message_t routing_id;
+    core::Message message;
+  };
+
+  void Handle(zmq::message_t routing_id, core::Message message);
+  Status HandleInsert(const zmq::message_t& routing_id, const core::Message& m, bool* deferred);
+  Status ValidateInsert(const core::Message& m, InsertMeta* meta) const;
+  Status HandleSample(const zmq::message_t& routing_id, const core::Message& m);
+  Status HandleUpdate(const core::Message& m);
+  void HandleStats(const zmq::message_t& routing_id, const core::Message& m);
+  void DrainPending();
+  void Reply(const zmq::message_t& routing_id, core::MessageType type, uint64_t sequence,
+             std::vector<zmq::message_t> payload);
+  MassInfo Mass() const;
+
+  ShardOptions options_;
+  zmq::socket_t socket_;
+  Table table_;
+  RateLimiter limiter_;
+  Deduplicator dedup_;
+  std::mt19937_64 rng_;
+  std::deque<Pending> pending_;
+  SampleBatch scratch_;
+
+  mutable std::mutex stats_mu_;
+  StatsMeta stats_;  // Guarded by stats_mu_; a copy refreshed after each message.
+};
+
+}  // namespace ferry::replay
+
+#endif  // FERRY_REPLAY_SHARD_H_
