@@ -1,6 +1,7 @@
 #include "core/wire.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "core/crc32c.h"
@@ -76,6 +77,15 @@ void Send(zmq::socket_t& socket, MessageType type, uint32_t sender, uint64_t seq
   for (size_t i = 0; i < payload.size(); ++i) {
     socket.send(payload[i], i + 1 < payload.size() ? zmq::send_flags::sndmore
                                                    : zmq::send_flags::none);
+  }
+}
+
+int Poll(zmq::pollitem_t* items, size_t count, int timeout_ms) {
+  try {
+    return zmq::poll(items, count, std::chrono::milliseconds(timeout_ms));
+  } catch (const zmq::error_t& e) {
+    if (e.num() == EINTR) return 0;
+    throw;
   }
 }
 

@@ -67,6 +67,10 @@ struct Message {
 void Send(zmq::socket_t& socket, MessageType type, uint32_t sender, uint64_t sequence,
           std::vector<zmq::message_t> payload, const zmq::message_t* routing_id = nullptr);
 
+// zmq::poll that treats a signal's interruption (EINTR) as "nothing ready",
+// so a SIGTERM reaches the caller's stop flag instead of an exception.
+int Poll(zmq::pollitem_t* items, size_t count, int timeout_ms);
+
 // Validates and splits received frames (without any routing id).
 Result<Message> Decode(std::vector<zmq::message_t> frames);
 

@@ -32,7 +32,7 @@ Status ParamServer::Bind() {
 void ParamServer::Serve(const std::atomic<bool>& stop) {
   zmq::pollitem_t item{router_.handle(), 0, ZMQ_POLLIN, 0};
   while (!stop.load(std::memory_order_relaxed)) {
-    zmq::poll(&item, 1, std::chrono::milliseconds(50));
+    core::Poll(&item, 1, 50);
     if (!(item.revents & ZMQ_POLLIN)) continue;
     for (int i = 0; i < 64; ++i) {
       auto frames = core::ReceiveFrames(router_);

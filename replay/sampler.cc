@@ -37,7 +37,7 @@ Result<Message> ReplaySampler::Await(int shard, MessageType type, uint64_t seque
                               endpoints_[shard] + " did not answer in time");
     }
     zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
-    zmq::poll(&item, 1, std::chrono::milliseconds(std::max(1, static_cast<int>(left * 1000))));
+    core::Poll(&item, 1, std::max(1, static_cast<int>(left * 1000)));
     if (!(item.revents & ZMQ_POLLIN)) continue;
     Result<Message> m = core::Decode(core::ReceiveFrames(socket));
     if (!m.ok()) {

@@ -40,7 +40,7 @@ Status ShardServer::Bind() {
 void ShardServer::Serve(const std::atomic<bool>& stop) {
   zmq::pollitem_t items[] = {{socket_.handle(), 0, ZMQ_POLLIN, 0}};
   while (!stop.load(std::memory_order_relaxed)) {
-    zmq::poll(items, 1, std::chrono::milliseconds(50));
+    core::Poll(items, 1, 50);
     if (!(items[0].revents & ZMQ_POLLIN)) continue;
     // Drain what is queued, then check `stop` again.
     for (int i = 0; i < 256; ++i) {

@@ -34,6 +34,7 @@ using internal::kTreeArity;
 static_assert(kTreeArity == 8, "Sum8/Min8 and the group masks assume 8 children");
 
 constexpr int kFindChunk = 32;  // Searches in flight at once in FindBatch.
+constexpr int kSetChunk = 64;   // Updates propagated together in SetBatch.
 
 // Pairwise order: shorter dependency chains than a left fold, and the same
 // rounding on every recomputation.
@@ -72,22 +73,47 @@ inline int PickChild(const double* group, double* remaining) {
   return child;
 }
 
+// Writes the leaves, then recomputes their ancestors one level at a time.
+// Within a level the recomputations only read the level below, which the
+// previous pass finished, so they are independent and their cache misses
+// overlap; a leaf-to-root walk per item would chain every update behind the
+// previous one through the shared upper levels. Duplicate indices are fine:
+// the last value wins and the parents are recomputed from it.
+template <typename Combine>
+void SetLeaves(const internal::TreeLayout& layout, double* nodes, const int64_t* indices,
+               const double* values, int n, Combine combine) {
+  int64_t node[kSetChunk];
+  for (int start = 0; start < n; start += kSetChunk) {
+    const int m = std::min(kSetChunk, n - start);
+    for (int j = 0; j < m; ++j) {
+      node[j] = indices[start + j];
+      nodes[node[j]] = values[start + j];
+    }
+    for (int level = 0; level < layout.root_level(); ++level) {
+      const double* children = nodes + layout.offset(level);
+      double* parents = nodes + layout.offset(level + 1);
+      for (int j = 0; j < m; ++j) {
+        const int64_t parent = node[j] / kTreeArity;
+        parents[parent] = combine(children + parent * kTreeArity);
+        node[j] = parent;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 SumTree::SumTree(int64_t capacity)
     : layout_(capacity), nodes_(static_cast<size_t>(layout_.total_nodes()), 0.0) {}
 
-void SumTree::Set(int64_t index, double value) {
-  FERRY_CHECK(index >= 0 && index < layout_.capacity());
-  FERRY_CHECK(std::isfinite(value) && value >= 0.0);
-  double* nodes = nodes_.data();
-  nodes[index] = value;
-  int64_t node = index;
-  for (int level = 0; level < layout_.root_level(); ++level) {
-    const double* group = nodes + layout_.offset(level) + (node & ~int64_t{kTreeArity - 1});
-    node /= kTreeArity;
-    nodes[layout_.offset(level + 1) + node] = Sum8(group);
+void SumTree::Set(int64_t index, double value) { SetBatch(&index, &value, 1); }
+
+void SumTree::SetBatch(const int64_t* indices, const double* values, int n) {
+  for (int j = 0; j < n; ++j) {
+    FERRY_CHECK(indices[j] >= 0 && indices[j] < layout_.capacity());
+    FERRY_CHECK(std::isfinite(values[j]) && values[j] >= 0.0);
   }
+  SetLeaves(layout_, nodes_.data(), indices, values, n, Sum8);
 }
 
 int64_t SumTree::Find(double prefix) const {
@@ -126,17 +152,14 @@ MinTree::MinTree(int64_t capacity)
     : layout_(capacity),
       nodes_(static_cast<size_t>(layout_.total_nodes()), std::numeric_limits<double>::infinity()) {}
 
-void MinTree::Set(int64_t index, double value) {
-  FERRY_CHECK(index >= 0 && index < layout_.capacity());
-  FERRY_CHECK(!std::isnan(value));
-  double* nodes = nodes_.data();
-  nodes[index] = value;
-  int64_t node = index;
-  for (int level = 0; level < layout_.root_level(); ++level) {
-    const double* group = nodes + layout_.offset(level) + (node & ~int64_t{kTreeArity - 1});
-    node /= kTreeArity;
-    nodes[layout_.offset(level + 1) + node] = Min8(group);
+void MinTree::Set(int64_t index, double value) { SetBatch(&index, &value, 1); }
+
+void MinTree::SetBatch(const int64_t* indices, const double* values, int n) {
+  for (int j = 0; j < n; ++j) {
+    FERRY_CHECK(indices[j] >= 0 && indices[j] < layout_.capacity());
+    FERRY_CHECK(!std::isnan(values[j]));
   }
+  SetLeaves(layout_, nodes_.data(), indices, values, n, Min8);
 }
 
 }  // namespace ferry::replay

@@ -58,13 +58,6 @@ class TreeLayout {
   int64_t total_nodes_ = 0;
 };
 
-// Prefetches the two lowest sibling groups on index's path; the levels above
-// are small enough to stay in cache.
-inline void PrefetchPath(const TreeLayout& layout, const double* nodes, int64_t index) {
-  __builtin_prefetch(nodes + index);
-  if (layout.root_level() > 1) __builtin_prefetch(nodes + layout.offset(1) + index / kTreeArity);
-}
-
 }  // namespace internal
 
 // Sums of non-negative values, with prefix-sum search for proportional sampling.
@@ -75,9 +68,10 @@ class SumTree {
 
   // `value` must be finite and >= 0.
   void Set(int64_t index, double value);
+  // Set for n items at once (as if in order), several times faster than n
+  // calls on a large tree.
+  void SetBatch(const int64_t* indices, const double* values, int n);
   double Get(int64_t index) const { return nodes_[index]; }
-  // A hint that Set(index, ...) follows soon; lets callers overlap cache misses.
-  void Prefetch(int64_t index) const { internal::PrefetchPath(layout_, nodes_.data(), index); }
   double Total() const { return nodes_[layout_.offset(layout_.root_level())]; }
 
   // The index i with sum[0..i) <= prefix < sum[0..i]. Prefixes below 0 are
@@ -107,9 +101,9 @@ class MinTree {
 
   // `value` must not be NaN.
   void Set(int64_t index, double value);
+  // Set for n items at once (as if in order).
+  void SetBatch(const int64_t* indices, const double* values, int n);
   double Get(int64_t index) const { return nodes_[index]; }
-  // A hint that Set(index, ...) follows soon; lets callers overlap cache misses.
-  void Prefetch(int64_t index) const { internal::PrefetchPath(layout_, nodes_.data(), index); }
   // +infinity when every leaf is cleared.
   double Min() const { return nodes_[layout_.offset(layout_.root_level())]; }
 

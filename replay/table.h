@@ -66,8 +66,6 @@ class Table {
   int64_t next_slot() const { return next_slot_; }
 
  private:
-  void PrefetchSlot(int64_t slot) const;
-
   core::Schema schema_;
   int64_t capacity_;
   double alpha_;
@@ -79,9 +77,10 @@ class Table {
   std::vector<uint32_t> times_sampled_;
   SumTree sum_tree_;
   MinTree min_tree_;
-  // Sample's scratch, kept to avoid an allocation per call.
+  // Scratch of Insert, Sample and UpdatePriorities, kept to avoid allocations.
   std::vector<double> prefixes_;
-  std::vector<int64_t> sampled_slots_;
+  std::vector<int64_t> slots_;
+  std::vector<double> masses_;
 };
 
 }  // namespace ferry::replay

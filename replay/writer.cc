@@ -88,7 +88,7 @@ Status ReplayWriter::Write(int count, std::vector<std::vector<uint8_t>> columns,
 void ReplayWriter::Poll(int timeout_ms) {
   std::vector<zmq::pollitem_t> items;
   for (auto& s : shards_) items.push_back({s.socket.handle(), 0, ZMQ_POLLIN, 0});
-  zmq::poll(items.data(), items.size(), std::chrono::milliseconds(timeout_ms));
+  core::Poll(items.data(), items.size(), timeout_ms);
   for (size_t k = 0; k < shards_.size(); ++k) {
     Shard& shard = shards_[k];
     while (true) {

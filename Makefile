@@ -1,0 +1,23 @@
+# The two commands of the README: `make run` and `make test`. Both install the
+# system packages they need first (launch/install-deps.sh, idempotent).
+BUILD ?= build
+CONFIG ?= configs/cartpole.yaml
+ARGS ?=
+
+.PHONY: deps build run test clean
+
+deps:
+	@launch/install-deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build $(BUILD) -j 2
+
+run: build
+	$(BUILD)/ferry run $(CONFIG) $(ARGS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure --timeout 600
+
+clean:
+	rm -rf $(BUILD)

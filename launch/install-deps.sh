@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs every Debian/Ubuntu package ferry needs to build, test and run.
+# Idempotent: when everything is present it installs nothing and prints one
+# line naming the BLAS that LibTorch will use.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libtorch-dev libopenblas0-pthread       # LibTorch is ~12x slower on reference BLAS
+  libzmq3-dev cppzmq-dev
+  libopenmpi-dev openmpi-bin
+  libcereal-dev libyaml-cpp-dev doctest-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]})); then
+  sudo=""
+  if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+  echo "ferry deps: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# LibTorch links libblas.so.3, which Debian's alternatives point at a provider.
+torch_lib=$(ls /usr/lib/*/libtorch_cpu.so* 2>/dev/null | head -n1 || true)
+blas=$(ldd "$torch_lib" 2>/dev/null | awk '/libblas|openblas/ {print $3; exit}')
+blas=$(readlink -f "${blas:-/nonexistent}" 2>/dev/null || true)
+case "$blas" in
+  *openblas*) echo "ferry deps: ok; LibTorch uses OpenBLAS ($blas)" ;;
+  *) echo "ferry deps: WARNING: LibTorch uses ${blas:-an unknown BLAS}, not OpenBLAS;" \
+          "expect ~12x slower learner updates (update-alternatives --config libblas.so.3-*)" >&2 ;;
+esac

@@ -1,0 +1,95 @@
+#include "core/crc32c.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ferry::core {
+namespace {
+
+// Bit-at-a-time CRC32C, the definition the fast paths must agree with.
+uint32_t ReferenceCrc32c(const uint8_t* p, size_t n) {
+  uint32_t crc = 0xFFFFFFFFu;
+  for (size_t i = 0; i < n; ++i) {
+    crc ^= p[i];
+    for (int k = 0; k < 8; ++k) crc = (crc & 1) ? (crc >> 1) ^ 0x82F63B78u : crc >> 1;
+  }
+  return ~crc;
+}
+
+std::vector<uint8_t> PatternBytes(size_t n) {
+  std::vector<uint8_t> bytes(n);
+  uint32_t state = 12345;
+  for (auto& b : bytes) {
+    state = state * 1103515245u + 12345u;
+    b = static_cast<uint8_t>(state >> 16);
+  }
+  return bytes;
+}
+
+TEST_CASE("Crc32c matches the standard check values") {
+  const std::string digits = "123456789";
+  CHECK(Crc32c(0, digits.data(), digits.size()) == 0xE3069283u);
+
+  // RFC 3720 (iSCSI) appendix B.4 test vectors.
+  std::vector<uint8_t> bytes(32, 0x00);
+  CHECK(Crc32c(0, bytes.data(), bytes.size()) == 0x8A9136AAu);
+  std::fill(bytes.begin(), bytes.end(), 0xFF);
+  CHECK(Crc32c(0, bytes.data(), bytes.size()) == 0x62A8AB43u);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i);
+  CHECK(Crc32c(0, bytes.data(), bytes.size()) == 0x46DD794Eu);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(31 - i);
+  CHECK(Crc32c(0, bytes.data(), bytes.size()) == 0x113FDB5Cu);
+}
+
+TEST_CASE("Crc32c of nothing leaves the running value unchanged") {
+  CHECK(Crc32c(0, nullptr, 0) == 0u);
+  CHECK(Crc32c(0xE3069283u, nullptr, 0) == 0xE3069283u);
+}
+
+TEST_CASE("Crc32c agrees with the bitwise definition at every length and alignment") {
+  // Lengths 0..71 from offsets 0..7 cover empty input, tail-only input, whole
+  // 8-byte words, and words followed by every possible tail length.
+  const std::vector<uint8_t> bytes = PatternBytes(80);
+  for (size_t offset = 0; offset < 8; ++offset) {
+    for (size_t length = 0; offset + length <= 72; ++length) {
+      CAPTURE(offset);
+      CAPTURE(length);
+      REQUIRE(Crc32c(0, bytes.data() + offset, length) ==
+              ReferenceCrc32c(bytes.data() + offset, length));
+    }
+  }
+}
+
+TEST_CASE("Crc32c extended piece by piece equals the one-shot checksum") {
+  const std::vector<uint8_t> bytes = PatternBytes(100);
+  const uint32_t whole = Crc32c(0, bytes.data(), bytes.size());
+  for (size_t split = 0; split <= bytes.size(); ++split) {
+    CAPTURE(split);
+    const uint32_t head = Crc32c(0, bytes.data(), split);
+    REQUIRE(Crc32c(head, bytes.data() + split, bytes.size() - split) == whole);
+  }
+  uint32_t running = 0;
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    running = Crc32c(running, bytes.data() + i, std::min<size_t>(3, bytes.size() - i));
+  }
+  CHECK(running == whole);
+}
+
+TEST_CASE("Crc32c changes when any single bit flips") {
+  std::vector<uint8_t> bytes = PatternBytes(37);
+  const uint32_t original = Crc32c(0, bytes.data(), bytes.size());
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    for (int bit = 0; bit < 8; ++bit) {
+      bytes[i] ^= static_cast<uint8_t>(1u << bit);
+      REQUIRE(Crc32c(0, bytes.data(), bytes.size()) != original);
+      bytes[i] ^= static_cast<uint8_t>(1u << bit);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ferry::core

@@ -1,0 +1,161 @@
+// Starts the real `ferry` binary: a whole topology on loopback, for short budgets.
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Outcome {
+  int exit_code = -1;
+  std::string output;
+  double seconds = 0;
+};
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs ferry with `args`; sends SIGINT after `interrupt_after` seconds (if > 0)
+// and SIGKILL after `timeout` seconds.
+Outcome RunFerry(const std::vector<std::string>& args, double timeout, double interrupt_after = 0) {
+  const fs::path log = fs::temp_directory_path() / ("ferry-it-" + std::to_string(getpid()) + ".out");
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    FILE* out = std::freopen(log.c_str(), "w", stdout);
+    if (out == nullptr) _exit(126);
+    dup2(STDOUT_FILENO, STDERR_FILENO);
+    std::vector<char*> argv = {const_cast<char*>(FERRY_BINARY)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(FERRY_BINARY, argv.data());
+    _exit(127);
+  }
+  Outcome outcome;
+  bool interrupted = false;
+  int status = 0;
+  while (true) {
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (waitpid(pid, &status, WNOHANG) == pid) break;
+    if (interrupt_after > 0 && !interrupted && elapsed > interrupt_after) {
+      kill(pid, SIGINT);
+      interrupted = true;
+    }
+    if (elapsed > timeout) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  outcome.output = ReadFile(log);
+  fs::remove(log);
+  return outcome;
+}
+
+// Processes whose command line mentions `needle` (the run directory).
+int ProcessesMentioning(const std::string& needle) {
+  int count = 0;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = ReadFile(entry.path() / "cmdline");
+    for (char& c : cmdline) {
+      if (c == '\0') c = ' ';
+    }
+    if (cmdline.find(needle) != std::string::npos) ++count;
+  }
+  return count;
+}
+
+fs::path FreshRunDir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("ferry-it-" + name + "-" +
+                                                    std::to_string(getpid()));
+  fs::remove_all(dir);
+  return dir;
+}
+
+// Overrides that give a run its own ports, so tests never collide with a run in progress.
+std::vector<std::string> Ports(int base) {
+  return {"--set", "network.replay_port=" + std::to_string(base),
+          "--set", "network.paramserver_port=" + std::to_string(base + 10),
+          "--set", "network.broadcast_port=" + std::to_string(base + 11)};
+}
+
+std::vector<std::string> ShortRun(const fs::path& dir, int port_base, double seconds) {
+  std::vector<std::string> args = {
+      "run", std::string(FERRY_SOURCE_DIR) + "/configs/cartpole.yaml",
+      "--set", "run.dir=" + dir.string(),
+      "--set", "stop.max_seconds=" + std::to_string(seconds),
+      "--set", "learner.eval_period=100",
+      "--set", "learner.eval_episodes=10",
+      "--set", "replay.min_size_to_sample=200"};
+  for (const auto& a : Ports(port_base)) args.push_back(a);
+  return args;
+}
+
+TEST_CASE("a short CartPole run starts every role, records metrics and leaves nothing running") {
+  const fs::path dir = FreshRunDir("short");
+  const int port_base = 21000 + getpid() % 2000 * 16;
+  const Outcome run = RunFerry(ShortRun(dir, port_base, 20), /*timeout=*/120);
+  INFO(run.output);
+  CHECK((run.exit_code == 0 || run.exit_code == 2));
+  CHECK(run.output.find("env steps in") != std::string::npos);  // The summary line.
+  CHECK(fs::exists(dir / "config.yaml"));
+  for (const char* role : {"replay-0", "replay-1", "paramserver", "learner", "actor-0",
+                           "actor-1"}) {
+    CAPTURE(role);
+    CHECK(fs::file_size(dir / "logs" / (std::string(role) + ".log")) > 0);
+  }
+  const std::string metrics = ReadFile(dir / "metrics.jsonl");
+  CHECK(metrics.find("\"eval_return\": ") != std::string::npos);
+  CHECK(metrics.find("\"end\": ") != std::string::npos);
+  // Actors stored experience and the learner trained on it.
+  CHECK(metrics.find("\"updates_per_s\": ") != std::string::npos);
+  CHECK(ReadFile(dir / "logs" / "replay-0.log").find("0 bad messages") != std::string::npos);
+  CHECK(ProcessesMentioning(dir.string()) == 0);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("Ctrl-C stops every process of a run") {
+  const fs::path dir = FreshRunDir("interrupt");
+  const int port_base = 21000 + getpid() % 2000 * 16 + 4;
+  const Outcome run = RunFerry(ShortRun(dir, port_base, 200), /*timeout=*/60,
+                               /*interrupt_after=*/6);
+  INFO(run.output);
+  CHECK(run.exit_code == 130);
+  CHECK(run.seconds < 30);
+  CHECK(run.output.find("interrupted") != std::string::npos);
+  CHECK(ProcessesMentioning(dir.string()) == 0);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a misspelt config key stops the run before anything starts, naming the key") {
+  const fs::path dir = FreshRunDir("badconfig");
+  const Outcome run = RunFerry({"run", std::string(FERRY_SOURCE_DIR) + "/configs/cartpole.yaml",
+                                "--set", "run.dir=" + dir.string(), "--set", "replay.alhpa=0.5"},
+                               /*timeout=*/20);
+  CHECK(run.exit_code == 1);
+  CHECK(run.output.find("replay.alhpa") != std::string::npos);
+  CHECK(run.output.find("replay.alpha") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "logs"));
+}
+
+}  // namespace
