@@ -1,5 +1,6 @@
 #include "actors/actor.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <deque>
@@ -79,7 +80,9 @@ Status RunActor(const core::Config& config, int actor_id, const std::atomic<bool
   zmq::context_t context(1);
   replay::WriterOptions writer_options;
   writer_options.actor_id = static_cast<uint32_t>(actor_id);
-  writer_options.epoch = std::random_device{}() ^ static_cast<uint64_t>(core::NowSeconds() * 1e6);
+  writer_options.epoch = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(
+          std::chrono::system_clock::now().time_since_epoch()).count());
   writer_options.max_in_flight = config.actors.max_in_flight;
   writer_options.resend_after = 5.0;
   replay::ReplayWriter writer(context, core::ReplayEndpoints(config), schema, writer_options);

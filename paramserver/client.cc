@@ -12,6 +12,9 @@ using core::MessageType;
 
 namespace {
 
+// The longest Publish waits for room in its send queue.
+constexpr int kPublishWaitMs = 50;
+
 // Checks a Weights message and returns its blob; counts a bad one in `rejected`.
 std::optional<WeightsBlob> ReadWeights(const Result<Message>& m, int64_t newer_than,
                                        int64_t* rejected) {
@@ -39,6 +42,16 @@ WeightsPublisher::WeightsPublisher(zmq::context_t& context, const std::string& e
 
 void WeightsPublisher::Publish(int64_t version, const void* data, size_t bytes) {
   DrainReplies();
+  // A DEALER's send blocks for as long as its queue is full (server down or
+  // stalled). Give a burst a moment to drain, then skip this version: the
+  // learner must not hang, and the next version supersedes this one anyway.
+  zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLOUT, 0};
+  core::Poll(&item, 1, kPublishWaitMs);
+  if (!(item.revents & ZMQ_POLLOUT)) {
+    core::Log("paramserver %s is not taking weights; version %lld skipped", endpoint_.c_str(),
+              static_cast<long long>(version));
+    return;
+  }
   WeightsMeta meta;
   meta.version = version;
   meta.bytes = bytes;

@@ -1,7 +1,9 @@
 // Both ends of the weight flow that talk to a ParamServer.
 //
-// WeightsPublisher (learner rank 0): Publish() sends and returns at once; acks
-// and refusals are collected on later calls, so the learner never waits.
+// WeightsPublisher (learner rank 0): Publish() queues the blob and returns; if
+// the send queue stays full for 50 ms (server down or stalled) it skips that
+// version rather than block. Acks and refusals are collected on later calls, so
+// the learner never waits on the server.
 // WeightsSubscriber (actor): Poll() never blocks; it returns the newest blob
 // that arrived on the broadcast (ZMQ_CONFLATE keeps only the latest) or as the
 // answer to RequestLatest(), the fetch used at start-up and after a reconnect.

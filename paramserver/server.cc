@@ -15,7 +15,9 @@ ParamServer::ParamServer(zmq::context_t& context, ServerOptions options)
   router_.set(zmq::sockopt::linger, 0);
   router_.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(options_.max_blob_bytes + 4096));
   pub_.set(zmq::sockopt::linger, 0);
-  pub_.set(zmq::sockopt::sndhwm, 2);
+  // Conflate the outbound queue too: a high-water mark drops the newest blob
+  // when a burst outruns the I/O thread, leaving subscribers on a stale one.
+  pub_.set(zmq::sockopt::conflate, 1);
 }
 
 Status ParamServer::Bind() {

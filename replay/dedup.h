@@ -3,7 +3,9 @@
 // Each actor numbers its batches to this shard 0, 1, 2, ... and keeps at most a
 // bounded window unacked, so per actor we keep the lowest sequence not yet seen
 // plus the few seen above it. An actor process that restarts comes back with a
-// new epoch and its numbering starts again. Not thread-safe.
+// new, larger epoch (its start time) and its numbering starts again; batches
+// of an older epoch are refused, since that process is gone and nobody holds
+// their ack. Not thread-safe.
 #ifndef FERRY_REPLAY_DEDUP_H_
 #define FERRY_REPLAY_DEDUP_H_
 

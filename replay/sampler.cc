@@ -13,6 +13,28 @@ namespace ferry::replay {
 using core::Message;
 using core::MessageType;
 
+namespace {
+
+// While a shard is down its queue on our side fills up, and a send into a full
+// queue would block the learner for good: requests wait for room until their
+// deadline, priority updates (fire and forget) go only where there is room now.
+bool HasRoom(zmq::socket_t& socket, double deadline) {
+  while (true) {
+    zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLOUT, 0};
+    const double left = deadline - core::NowSeconds();
+    core::Poll(&item, 1, std::max(0, static_cast<int>(left * 1000)));
+    if (item.revents & ZMQ_POLLOUT) return true;
+    if (core::NowSeconds() >= deadline) return false;
+  }
+}
+
+Status NotReading(int shard, const std::string& endpoint) {
+  return Unavailable("replay shard " + std::to_string(shard) + " at " + endpoint +
+                     " stopped reading requests; is it running?");
+}
+
+}  // namespace
+
 ReplaySampler::ReplaySampler(zmq::context_t& context, std::vector<std::string> endpoints,
                              core::Schema schema, uint32_t client_id, uint64_t seed)
     : endpoints_(std::move(endpoints)),
@@ -33,8 +55,8 @@ Result<Message> ReplaySampler::Await(int shard, MessageType type, uint64_t seque
   while (true) {
     const double left = deadline - core::NowSeconds();
     if (left <= 0) {
-      return DeadlineExceeded("replay shard " + std::to_string(shard) + " at " +
-                              endpoints_[shard] + " did not answer in time");
+      return DeadlineExceeded("replay shard " + std::to_string(shard) + " at " + endpoints_[shard] +
+                              " did not answer in time");
     }
     zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
     core::Poll(&item, 1, std::max(1, static_cast<int>(left * 1000)));
@@ -63,9 +85,9 @@ Status ReplaySampler::RefreshMasses(double deadline) {
 Result<std::vector<StatsMeta>> ReplaySampler::Stats(double timeout_seconds) {
   const double deadline = core::NowSeconds() + timeout_seconds;
   const uint64_t sequence = next_sequence_++;
-  for (auto& socket : sockets_) {
-    std::vector<zmq::message_t> payload;
-    core::Send(socket, MessageType::kStatsRequest, client_id_, sequence, std::move(payload));
+  for (int k = 0; k < num_shards(); ++k) {
+    if (!HasRoom(sockets_[k], deadline)) return NotReading(k, endpoints_[k]);
+    core::Send(sockets_[k], MessageType::kStatsRequest, client_id_, sequence, {});
   }
   std::vector<StatsMeta> all(sockets_.size());
   for (int k = 0; k < num_shards(); ++k) {
@@ -79,7 +101,10 @@ Result<std::vector<StatsMeta>> ReplaySampler::Stats(double timeout_seconds) {
 Result<SampledBatch> ReplaySampler::Sample(int count, double beta, double timeout_seconds) {
   const double start = core::NowSeconds();
   const double deadline = start + timeout_seconds;
-  if (!have_mass_) FERRY_RETURN_IF_ERROR(RefreshMasses(deadline));
+  // A shard seen empty gets no share, so no reply of its own would tell us it filled up.
+  const bool any_empty =
+      std::any_of(mass_.begin(), mass_.end(), [](const MassInfo& m) { return m.size == 0; });
+  if (!have_mass_ || any_empty) FERRY_RETURN_IF_ERROR(RefreshMasses(deadline));
 
   std::vector<double> masses;
   for (const auto& m : mass_) masses.push_back(m.size > 0 ? m.total_mass : 0.0);
@@ -98,6 +123,7 @@ Result<SampledBatch> ReplaySampler::Sample(int count, double beta, double timeou
   std::vector<Message> replies(sockets_.size());
   std::vector<uint64_t> sequences(sockets_.size(), 0);
   auto request = [&](int k) {
+    if (!HasRoom(sockets_[k], deadline)) return NotReading(k, endpoints_[k]);
     SampleRequestMeta req;
     req.schema_fingerprint = schema_.Fingerprint();
     req.count = static_cast<uint32_t>(counts[k]);
@@ -106,9 +132,10 @@ Result<SampledBatch> ReplaySampler::Sample(int count, double beta, double timeou
     payload.push_back(core::EncodeMeta(req));
     core::Send(sockets_[k], MessageType::kSampleRequest, client_id_, sequences[k],
                std::move(payload));
+    return Status::Ok();
   };
   for (int k = 0; k < num_shards(); ++k) {
-    if (counts[k] > 0) request(k);
+    if (counts[k] > 0) FERRY_RETURN_IF_ERROR(request(k));
   }
   double waited = 0;
   for (int k = 0; k < num_shards(); ++k) {
@@ -126,13 +153,13 @@ Result<SampledBatch> ReplaySampler::Sample(int count, double beta, double timeou
       // The shard must still deliver its share, or the split stops being proportional.
       const double pause_start = core::NowSeconds();
       if (pause_start >= deadline) {
-        return DeadlineExceeded("replay shard " + endpoints_[k] + " stayed " +
-                                (meta.status == SampleStatus::kTooSmall ? "below min size"
-                                                                        : "rate-limited"));
+        return DeadlineExceeded(
+            "replay shard " + endpoints_[k] + " stayed " +
+            (meta.status == SampleStatus::kTooSmall ? "below min size" : "rate-limited"));
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
       waited += core::NowSeconds() - pause_start;
-      request(k);
+      FERRY_RETURN_IF_ERROR(request(k));
     }
   }
 
@@ -188,7 +215,8 @@ void ReplaySampler::UpdatePriorities(const SampledBatch& batch,
       keys.push_back(batch.keys[i]);
       values.push_back(priorities[i]);
     }
-    if (keys.empty()) continue;
+    // Lost updates are harmless: a shard that is not reading goes without.
+    if (keys.empty() || !HasRoom(sockets_[k], /*deadline=*/0)) continue;
     UpdatePrioritiesMeta meta;
     meta.count = static_cast<uint32_t>(keys.size());
     std::vector<zmq::message_t> payload;

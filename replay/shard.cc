@@ -1,5 +1,6 @@
 #include "replay/shard.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/log.h"
@@ -8,6 +9,18 @@ namespace ferry::replay {
 
 using core::Message;
 using core::MessageType;
+
+namespace {
+
+// Whether two validated InsertBatch messages are the same batch of the same actor process.
+bool SameBatch(const Message& a, const Message& b) {
+  if (a.header.sender != b.header.sender || a.header.sequence != b.header.sequence) return false;
+  InsertMeta meta_a, meta_b;
+  FERRY_CHECK(core::DecodeMeta(a, &meta_a).ok() && core::DecodeMeta(b, &meta_b).ok());
+  return meta_a.actor_epoch == meta_b.actor_epoch;
+}
+
+}  // namespace
 
 ShardServer::ShardServer(zmq::context_t& context, ShardOptions options)
     : options_(std::move(options)),
@@ -89,7 +102,17 @@ void ShardServer::Handle(zmq::message_t routing_id, Message message) {
       bool deferred = false;
       status = HandleInsert(routing_id, message, &deferred);
       if (status.ok() && deferred) {
-        pending_.push_back({std::move(routing_id), std::move(message)});
+        // An actor re-sends what stays unacked; queueing every copy would grow the
+        // queue without bound while the limiter holds. Acks go to its latest connection.
+        auto same = std::find_if(pending_.begin(), pending_.end(),
+                                 [&](const Pending& p) { return SameBatch(p.message, message); });
+        if (same == pending_.end()) {
+          pending_.push_back({std::move(routing_id), std::move(message)});
+        } else {
+          same->routing_id = std::move(routing_id);
+          std::lock_guard<std::mutex> lock(stats_mu_);
+          ++stats_.duplicates_dropped;
+        }
         return;
       }
       break;
@@ -123,8 +146,8 @@ Status ShardServer::ValidateInsert(const Message& m, InsertMeta* meta) const {
                            options_.schema.ToString() + ")");
   }
   if (meta->count == 0 || meta->count > static_cast<uint32_t>(options_.max_batch)) {
-    return InvalidArgument("InsertBatch: count " + std::to_string(meta->count) +
-                           " outside 1.." + std::to_string(options_.max_batch));
+    return InvalidArgument("InsertBatch: count " + std::to_string(meta->count) + " outside 1.." +
+                           std::to_string(options_.max_batch));
   }
   if (m.payload.size() != columns.size() + 2) {
     return InvalidArgument("InsertBatch: " + std::to_string(m.payload.size()) +
@@ -192,8 +215,8 @@ Status ShardServer::HandleSample(const zmq::message_t& routing_id, const Message
                            options_.schema.ToString() + ")");
   }
   if (req.count == 0 || req.count > static_cast<uint32_t>(options_.max_batch)) {
-    return InvalidArgument("SampleRequest: count " + std::to_string(req.count) +
-                           " outside 1.." + std::to_string(options_.max_batch));
+    return InvalidArgument("SampleRequest: count " + std::to_string(req.count) + " outside 1.." +
+                           std::to_string(options_.max_batch));
   }
   SampleReplyMeta reply;
   std::vector<zmq::message_t> payload;
@@ -240,8 +263,8 @@ Status ShardServer::HandleUpdate(const Message& m) {
   std::vector<float> priorities(meta.count);
   std::memcpy(keys.data(), m.payload[1].data(), m.payload[1].size());
   std::memcpy(priorities.data(), m.payload[2].data(), m.payload[2].size());
-  const int applied = table_.UpdatePriorities(keys.data(), priorities.data(),
-                                              static_cast<int>(meta.count));
+  const int applied =
+      table_.UpdatePriorities(keys.data(), priorities.data(), static_cast<int>(meta.count));
   std::lock_guard<std::mutex> lock(stats_mu_);
   stats_.updates_applied += applied;
   stats_.updates_stale += meta.count - applied;

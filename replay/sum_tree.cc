@@ -31,7 +31,7 @@ TreeLayout::TreeLayout(int64_t capacity) : capacity_(capacity) {
 namespace {
 
 using internal::kTreeArity;
-static_assert(kTreeArity == 8, "Sum8/Min8 and the group masks assume 8 children");
+static_assert(kTreeArity == 8, "Sum8 and Min8 assume 8 children");
 
 constexpr int kFindChunk = 32;  // Searches in flight at once in FindBatch.
 constexpr int kSetChunk = 64;   // Updates propagated together in SetBatch.
@@ -73,6 +73,19 @@ inline int PickChild(const double* group, double* remaining) {
   return child;
 }
 
+// Writes one leaf and recomputes its ancestors from their children.
+template <typename Combine>
+void SetLeaf(const internal::TreeLayout& layout, double* nodes, int64_t index, double value,
+             Combine combine) {
+  nodes[index] = value;
+  int64_t node = index;
+  for (int level = 0; level < layout.root_level(); ++level) {
+    node /= kTreeArity;
+    nodes[layout.offset(level + 1) + node] =
+        combine(nodes + layout.offset(level) + node * kTreeArity);
+  }
+}
+
 // Writes the leaves, then recomputes their ancestors one level at a time.
 // Within a level the recomputations only read the level below, which the
 // previous pass finished, so they are independent and their cache misses
@@ -106,14 +119,18 @@ void SetLeaves(const internal::TreeLayout& layout, double* nodes, const int64_t*
 SumTree::SumTree(int64_t capacity)
     : layout_(capacity), nodes_(static_cast<size_t>(layout_.total_nodes()), 0.0) {}
 
-void SumTree::Set(int64_t index, double value) { SetBatch(&index, &value, 1); }
+void SumTree::Set(int64_t index, double value) {
+  FERRY_CHECK(index >= 0 && index < layout_.capacity());
+  FERRY_CHECK(std::isfinite(value) && value >= 0.0);
+  SetLeaf(layout_, nodes_.data(), index, value, [](const double* v) { return Sum8(v); });
+}
 
 void SumTree::SetBatch(const int64_t* indices, const double* values, int n) {
   for (int j = 0; j < n; ++j) {
     FERRY_CHECK(indices[j] >= 0 && indices[j] < layout_.capacity());
     FERRY_CHECK(std::isfinite(values[j]) && values[j] >= 0.0);
   }
-  SetLeaves(layout_, nodes_.data(), indices, values, n, Sum8);
+  SetLeaves(layout_, nodes_.data(), indices, values, n, [](const double* v) { return Sum8(v); });
 }
 
 int64_t SumTree::Find(double prefix) const {
@@ -152,14 +169,18 @@ MinTree::MinTree(int64_t capacity)
     : layout_(capacity),
       nodes_(static_cast<size_t>(layout_.total_nodes()), std::numeric_limits<double>::infinity()) {}
 
-void MinTree::Set(int64_t index, double value) { SetBatch(&index, &value, 1); }
+void MinTree::Set(int64_t index, double value) {
+  FERRY_CHECK(index >= 0 && index < layout_.capacity());
+  FERRY_CHECK(!std::isnan(value));
+  SetLeaf(layout_, nodes_.data(), index, value, [](const double* v) { return Min8(v); });
+}
 
 void MinTree::SetBatch(const int64_t* indices, const double* values, int n) {
   for (int j = 0; j < n; ++j) {
     FERRY_CHECK(indices[j] >= 0 && indices[j] < layout_.capacity());
     FERRY_CHECK(!std::isnan(values[j]));
   }
-  SetLeaves(layout_, nodes_.data(), indices, values, n, Min8);
+  SetLeaves(layout_, nodes_.data(), indices, values, n, [](const double* v) { return Min8(v); });
 }
 
 }  // namespace ferry::replay

@@ -12,8 +12,7 @@ namespace ferry::replay {
 
 namespace {
 
-// Stand-in for priorities that would make an item unsampleable (zero,
-// negative, non-finite) when it is inserted.
+// Floor for stored priorities (table.h states it), so no item becomes unsampleable.
 constexpr double kMinPriority = 1e-8;
 // p^alpha is kept inside [kMinMass, kMaxMass] whatever alpha is, so every
 // stored item stays sampleable and a sum over 2^32 items stays finite.

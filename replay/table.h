@@ -42,13 +42,17 @@ class Table {
 
   // Stores `count` rows. columns[c] holds count * schema.columns[c].row_bytes()
   // bytes; priorities are raw (|TD| + epsilon), the table raises them to alpha.
+  // Priorities below 1e-8, zero, negative and non-finite ones included, are
+  // stored as 1e-8 so every item stays sampleable.
   void Insert(int count, const std::vector<const uint8_t*>& columns, const float* priorities);
 
   // Draws `count` items, stratified over [0, total_mass). Requires size() > 0.
   void Sample(int count, std::mt19937_64& rng, SampleBatch* out);
 
   // Applies raw priorities to the keys whose generation matches; returns how
-  // many were applied (the rest were stale or out of range).
+  // many were applied (the rest were stale, out of range, negative or
+  // non-finite). Zero is applied as 1e-8, as in Insert. With repeated keys the
+  // last priority wins.
   int UpdatePriorities(const Key* keys, const float* priorities, int count);
 
   int64_t size() const { return size_; }

@@ -8,6 +8,16 @@ namespace ferry::replay {
 
 using core::MessageType;
 
+namespace {
+
+// While a shard is down its queue on our side fills up; a send into a full
+// queue would block this actor for good, so sends wait for room instead.
+bool HasRoom(zmq::socket_t& socket) {
+  return (socket.get(zmq::sockopt::events) & ZMQ_POLLOUT) != 0;
+}
+
+}  // namespace
+
 ReplayWriter::ReplayWriter(zmq::context_t& context, std::vector<std::string> endpoints,
                            core::Schema schema, WriterOptions options)
     : endpoints_(std::move(endpoints)), schema_(std::move(schema)), options_(options) {
@@ -60,8 +70,10 @@ Status ReplayWriter::Write(int count, std::vector<std::vector<uint8_t>> columns,
     k = PickShard();
     const double now = core::NowSeconds();
     if (k < 0 && now - last_report > 10) {
-      core::Log("waiting %.0f s for replay acks (%lld batches in flight); shards may be down or "
-                "rate-limiting", now - waiting_since, static_cast<long long>(in_flight()));
+      core::Log(
+          "waiting %.0f s for replay acks (%lld batches in flight); shards may be down or "
+          "rate-limiting",
+          now - waiting_since, static_cast<long long>(in_flight()));
       last_report = now;
     }
   }
@@ -79,7 +91,8 @@ Status ReplayWriter::Write(int count, std::vector<std::vector<uint8_t>> columns,
 
   Shard& shard = shards_[k];
   const uint64_t sequence = shard.next_sequence++;
-  SendBatch(shard, sequence, batch);
+  // Without room it stays unsent (sent_at 0) and Poll sends it once there is.
+  if (HasRoom(shard.socket)) SendBatch(shard, sequence, batch);
   shard.unacked.emplace(sequence, std::move(batch));
   Poll(0);
   return Status::Ok();
@@ -114,6 +127,7 @@ void ReplayWriter::Poll(int timeout_ms) {
     const double now = core::NowSeconds();
     for (auto& [sequence, batch] : shard.unacked) {
       if (now - batch.sent_at < options_.resend_after) continue;
+      if (!HasRoom(shard.socket)) break;
       SendBatch(shard, sequence, batch);
       ++resent_batches_;
     }

@@ -26,7 +26,7 @@ namespace ferry::replay {
 
 struct WriterOptions {
   uint32_t actor_id = 0;
-  uint64_t epoch = 0;            // Distinct per process start.
+  uint64_t epoch = 0;            // Grows with every process start (e.g. its start time).
   int max_in_flight = 8;         // Unacked batches per shard.
   double resend_after = 2.0;     // Seconds without an ack before re-sending.
 };

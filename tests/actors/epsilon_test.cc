@@ -1,8 +1,8 @@
-#include "actors/actor.h"
-
 #include <doctest/doctest.h>
 
 #include <cmath>
+
+#include "actors/actor.h"
 
 namespace ferry::actors {
 namespace {

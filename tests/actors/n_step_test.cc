@@ -25,7 +25,7 @@ void PushStep(NStepAccumulator& acc, int t, TransitionBuffer& out, bool terminat
 }
 
 struct Expected {
-  int first_step;     // The step whose obs, action and version the transition carries.
+  int first_step;  // The step whose obs, action and version the transition carries.
   double reward;
   double discount;
   int next_obs_step;  // The step whose observation is next_obs.

@@ -1,7 +1,6 @@
 #include "core/metrics.h"
 
 #include <doctest/doctest.h>
-
 #include <unistd.h>
 
 #include <cmath>

@@ -18,7 +18,9 @@ struct TestMeta {
   uint32_t count = 0;
   double ratio = 0;
   template <class Archive>
-  void serialize(Archive& ar) { ar(version, count, ratio); }
+  void serialize(Archive& ar) {
+    ar(version, count, ratio);
+  }
 };
 
 zmq::message_t Frame(const std::string& text) { return zmq::message_t(text.data(), text.size()); }
@@ -286,8 +288,8 @@ TEST_CASE("DecodeMeta round trips and checks the metadata frame's size") {
 }
 
 TEST_CASE("Pack and Unpack round trip") {
-  const zmq::message_t packed = Pack(MessageType::kWeights, /*sender=*/4, /*sequence=*/77,
-                                     SamplePayload());
+  const zmq::message_t packed =
+      Pack(MessageType::kWeights, /*sender=*/4, /*sequence=*/77, SamplePayload());
   CHECK(packed.size() == kHeaderBytes + 4 + 3 * 8 + 1011);
   auto m = Unpack(packed);
   REQUIRE(m.ok());
@@ -318,9 +320,7 @@ TEST_CASE("Unpack rejects malformed packed messages") {
   SUBCASE("frame table cut short") {
     CheckRejected(Unpack(Frame(bytes.substr(0, table + 8 * 3 - 1))), "bad frame table");
   }
-  SUBCASE("trailing bytes") {
-    CheckRejected(Unpack(Frame(bytes + "?")), "trailing bytes");
-  }
+  SUBCASE("trailing bytes") { CheckRejected(Unpack(Frame(bytes + "?")), "trailing bytes"); }
   SUBCASE("frame count above the limit") {
     std::string edited = bytes;
     const uint32_t count = kMaxPayloadFrames + 1;

@@ -58,6 +58,16 @@ TEST_CASE("Deduplicator starts afresh when an actor comes back with a new epoch"
   CHECK_FALSE(dedup.Accept(3, 101, 4));
 }
 
+TEST_CASE("Deduplicator refuses a late batch from an actor's earlier process") {
+  Deduplicator dedup;
+  CHECK(dedup.Accept(3, /*epoch=*/100, 0));
+  CHECK(dedup.Accept(3, /*epoch=*/101, 0));
+  // The old process's re-send arrives late: it must not reset the new numbering.
+  CHECK_FALSE(dedup.Accept(3, /*epoch=*/100, 7));
+  CHECK_FALSE(dedup.Accept(3, 101, 0));
+  CHECK(dedup.Accept(3, 101, 1));
+}
+
 TEST_CASE("Deduplicator counts stored transitions per actor across epochs") {
   Deduplicator dedup;
   dedup.CountInserted(1, 10);

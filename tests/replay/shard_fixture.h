@@ -13,22 +13,21 @@
 #define FERRY_TESTS_REPLAY_SHARD_FIXTURE_H_
 
 #include <arpa/inet.h>
+#include <doctest/doctest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <doctest/doctest.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
-
 #include <zmq.hpp>
 
 #include "core/experience.h"
@@ -44,24 +43,27 @@ inline core::Schema TestSchema() {
   return core::TransitionSchema(/*obs_dim=*/4, /*discrete_actions=*/true, /*action_dim=*/1);
 }
 
+// A port is handed out once per process: the kernel may offer a closed one again,
+// and a test may hold a port for a shard it starts later.
 inline int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = 0;
-  socklen_t length = sizeof(address);
-  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0;
-  ::close(fd);
-  REQUIRE(ok);
-  return ntohs(address.sin_port);
+  static std::set<int> handed_out;
+  while (true) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = 0;
+    socklen_t length = sizeof(address);
+    const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
+                    ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0;
+    ::close(fd);
+    REQUIRE(ok);
+    if (handed_out.insert(ntohs(address.sin_port)).second) return ntohs(address.sin_port);
+  }
 }
 
-inline std::string LoopbackEndpoint(int port) {
-  return "tcp://127.0.0.1:" + std::to_string(port);
-}
+inline std::string LoopbackEndpoint(int port) { return "tcp://127.0.0.1:" + std::to_string(port); }
 
 // A shard on a fresh loopback port: alpha 1 makes masses equal priorities.
 inline ShardOptions TestShardOptions(uint32_t shard_id = 0) {
@@ -115,10 +117,18 @@ inline std::vector<std::vector<uint8_t>> MakeColumns(const core::Schema& schema,
         const int32_t i32 = static_cast<int32_t>(id);
         const uint8_t u8 = static_cast<uint8_t>(id);
         switch (spec.dtype) {
-          case core::DType::kFloat32: std::memcpy(out, &f, sizeof(f)); break;
-          case core::DType::kInt32: std::memcpy(out, &i32, sizeof(i32)); break;
-          case core::DType::kInt64: std::memcpy(out, &id, sizeof(id)); break;
-          case core::DType::kUint8: std::memcpy(out, &u8, sizeof(u8)); break;
+          case core::DType::kFloat32:
+            std::memcpy(out, &f, sizeof(f));
+            break;
+          case core::DType::kInt32:
+            std::memcpy(out, &i32, sizeof(i32));
+            break;
+          case core::DType::kInt64:
+            std::memcpy(out, &id, sizeof(id));
+            break;
+          case core::DType::kUint8:
+            std::memcpy(out, &u8, sizeof(u8));
+            break;
         }
       }
     }

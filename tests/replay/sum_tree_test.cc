@@ -109,6 +109,34 @@ TEST_CASE("SumTree FindBatch agrees with Find") {
   for (size_t i = 0; i < prefixes.size(); ++i) REQUIRE(batch[i] == tree.Find(prefixes[i]));
 }
 
+TEST_CASE("SetBatch matches Set applied in order, duplicate indices included") {
+  std::mt19937_64 rng(17);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  constexpr int64_t kCapacity = 5000;
+  SumTree batched_sum(kCapacity), single_sum(kCapacity);
+  MinTree batched_min(kCapacity), single_min(kCapacity);
+  std::uniform_int_distribution<int64_t> index_dist(0, 199);  // Many repeats per batch.
+  for (int round = 0; round < 20; ++round) {
+    std::vector<int64_t> indices(300);
+    std::vector<double> values(indices.size());
+    for (size_t j = 0; j < indices.size(); ++j) {
+      indices[j] = index_dist(rng) * 25;
+      values[j] = unit(rng);
+      single_sum.Set(indices[j], values[j]);
+      single_min.Set(indices[j], values[j]);
+    }
+    const int n = static_cast<int>(indices.size());
+    batched_sum.SetBatch(indices.data(), values.data(), n);
+    batched_min.SetBatch(indices.data(), values.data(), n);
+    REQUIRE(batched_sum.Total() == single_sum.Total());
+    REQUIRE(batched_min.Min() == single_min.Min());
+    for (int64_t i = 0; i < kCapacity; ++i) {
+      REQUIRE(batched_sum.Get(i) == single_sum.Get(i));
+      REQUIRE(batched_min.Get(i) == single_min.Get(i));
+    }
+  }
+}
+
 TEST_CASE("SumTree Total stays exact after millions of updates") {
   std::mt19937_64 rng(5);
   std::uniform_real_distribution<double> unit(0.0, 1.0);

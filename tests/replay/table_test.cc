@@ -154,6 +154,20 @@ TEST_CASE("Sampling follows p^alpha / sum (chi-square)") {
   }
 }
 
+TEST_CASE("Sample draws one item per stratum") {
+  // Equal masses and count == size: stratum i is exactly item i's interval, so
+  // every call returns each item once, in order; independent draws would not.
+  Table table(core::TransitionSchema(4, true, 1), 32, 0.6);
+  const std::vector<float> priorities(32, 2.0f);
+  table.Insert(32, MakeRows(0, 32).Columns(), priorities.data());
+  std::mt19937_64 rng(8);
+  SampleBatch batch;
+  for (int call = 0; call < 20; ++call) {
+    table.Sample(32, rng, &batch);
+    for (uint32_t i = 0; i < 32; ++i) REQUIRE(batch.keys[i].slot == i);
+  }
+}
+
 TEST_CASE("Sample fills keys, masses, times_sampled and columns") {
   Table table(core::TransitionSchema(4, true, 1), 16, 0.6);
   const Rows rows = MakeRows(100, 10);
@@ -235,7 +249,7 @@ TEST_CASE("Stale priority updates are ignored, valid ones applied") {
   CHECK(old_key.generation == 1);
 
   SUBCASE("keys past size or from an older generation") {
-    const Key unfilled{3, 1};  // Slot 3 was never written.
+    const Key unfilled{3, 0};  // Slot 3 was never written: its generation is still 0.
     const float priority = 50.0f;
     CHECK(table.UpdatePriorities(&unfilled, &priority, 1) == 0);
     CHECK(table.mass(3) == 0.0);

@@ -1,0 +1,349 @@
+#include <arpa/inet.h>
+#include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+#include <zmq.hpp>
+
+#include "core/crc32c.h"
+#include "core/wire.h"
+#include "paramserver/client.h"
+#include "paramserver/protocol.h"
+#include "paramserver/server.h"
+
+namespace ferry::paramserver {
+namespace {
+
+using core::Message;
+using core::MessageType;
+using std::chrono::milliseconds;
+
+constexpr milliseconds kDeadline{5000};
+
+// Two loopback endpoints on ports that were free a moment ago. Both ports are
+// held at once so they differ; plain sockets close synchronously, so the
+// server can bind them right after.
+std::pair<std::string, std::string> FreeTcpEndpoints() {
+  std::string endpoints[2];
+  int fds[2];
+  for (int i = 0; i < 2; ++i) {
+    fds[i] = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fds[i] >= 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof(address);
+    REQUIRE(::bind(fds[i], reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
+    REQUIRE(::getsockname(fds[i], reinterpret_cast<sockaddr*>(&address), &length) == 0);
+    endpoints[i] = "tcp://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+  }
+  for (int fd : fds) ::close(fd);
+  return {endpoints[0], endpoints[1]};
+}
+
+ServerOptions OptionsFor(const std::pair<std::string, std::string>& endpoints) {
+  ServerOptions options;
+  options.endpoint = endpoints.first;
+  options.broadcast_endpoint = endpoints.second;
+  return options;
+}
+
+// Calls `done` until it returns true or `limit` passes; returns its last answer.
+template <typename Predicate>
+bool WaitUntil(Predicate done, milliseconds limit = kDeadline) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  return done();
+}
+
+// The weight blob of `version`: its bytes differ from every other version's.
+std::vector<uint8_t> BlobOf(int64_t version, size_t bytes = 4096) {
+  std::vector<uint8_t> blob(bytes);
+  for (size_t i = 0; i < bytes; ++i) blob[i] = static_cast<uint8_t>(i * 31 + version * 7);
+  return blob;
+}
+
+void Publish(WeightsPublisher& publisher, int64_t version) {
+  const std::vector<uint8_t> blob = BlobOf(version);
+  publisher.Publish(version, blob.data(), blob.size());
+}
+
+// Polls until the subscriber holds `version`; returns the last blob Poll gave.
+std::optional<WeightsBlob> PollUntilVersion(WeightsSubscriber& subscriber, int64_t version) {
+  std::optional<WeightsBlob> last;
+  WaitUntil([&] {
+    if (auto blob = subscriber.Poll()) last = std::move(blob);
+    return subscriber.version() >= version;
+  });
+  return last;
+}
+
+// A ParamServer serving on its own thread over loopback TCP; stopped and
+// joined when the test ends.
+class ServerFixture {
+ public:
+  ServerFixture()
+      : options_(OptionsFor(FreeTcpEndpoints())),
+        endpoint_(options_.endpoint),
+        broadcast_endpoint_(options_.broadcast_endpoint),
+        server_(context_, options_) {
+    const Status bound = server_.Bind();
+    REQUIRE_MESSAGE(bound.ok(), bound.ToString());
+    thread_ = std::thread([this] { server_.Serve(stop_); });
+  }
+  ~ServerFixture() {
+    stop_.store(true);
+    thread_.join();
+  }
+  ServerFixture(const ServerFixture&) = delete;
+  ServerFixture& operator=(const ServerFixture&) = delete;
+
+ protected:
+  // Publishes ever newer versions, one every 20 ms, until every subscriber has
+  // received one over the broadcast: from then on their subscriptions are live.
+  // Returns the next unused version.
+  int64_t WaitForBroadcast(WeightsPublisher& publisher,
+                           const std::vector<WeightsSubscriber*>& subscribers) {
+    int64_t version = 1;
+    std::vector<bool> live(subscribers.size(), false);
+    const bool all_live = WaitUntil([&] {
+      Publish(publisher, version++);
+      std::this_thread::sleep_for(milliseconds(20));
+      for (size_t i = 0; i < subscribers.size(); ++i) {
+        if (subscribers[i]->Poll().has_value()) live[i] = true;
+      }
+      return std::find(live.begin(), live.end(), false) == live.end();
+    });
+    REQUIRE_MESSAGE(all_live, "a subscriber never received a broadcast");
+    return version;
+  }
+
+  zmq::context_t context_{1};
+  ServerOptions options_;
+  std::string endpoint_;
+  std::string broadcast_endpoint_;
+  ParamServer server_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// A raw DEALER speaking the wire protocol, for messages the clients never send.
+class RawPeer {
+ public:
+  RawPeer(zmq::context_t& context, const std::string& endpoint)
+      : socket_(context, zmq::socket_type::dealer) {
+    socket_.set(zmq::sockopt::linger, 0);
+    socket_.connect(endpoint);
+  }
+
+  void SendPublish(uint64_t sequence, const WeightsMeta& meta, const std::vector<uint8_t>& blob) {
+    std::vector<zmq::message_t> payload;
+    payload.push_back(core::EncodeMeta(meta));
+    payload.emplace_back(blob.data(), blob.size());
+    core::Send(socket_, MessageType::kPublishWeights, 0, sequence, std::move(payload));
+  }
+
+  zmq::socket_t& socket() { return socket_; }
+
+  Result<Message> Reply() {
+    std::vector<zmq::message_t> frames;
+    WaitUntil([&] {
+      frames = core::ReceiveFrames(socket_);
+      return !frames.empty();
+    });
+    return core::Decode(std::move(frames));
+  }
+
+ private:
+  zmq::socket_t socket_;
+};
+
+WeightsMeta MetaOf(int64_t version, const std::vector<uint8_t>& blob) {
+  WeightsMeta meta;
+  meta.version = version;
+  meta.bytes = blob.size();
+  meta.checksum = core::Crc32c(0, blob.data(), blob.size());
+  return meta;
+}
+
+void CheckError(const Result<Message>& reply, uint64_t sequence, const std::string& fragment) {
+  REQUIRE(reply.ok());
+  CHECK(reply->header.type == MessageType::kError);
+  CHECK(reply->header.sequence == sequence);
+  const std::string text = core::ErrorText(*reply);
+  CHECK_MESSAGE(text.find(fragment) != std::string::npos, text);
+}
+
+TEST_CASE_FIXTURE(ServerFixture, "A subscriber ends up with the newest of a quick burst") {
+  WeightsSubscriber subscriber(context_, endpoint_, broadcast_endpoint_);
+  WeightsPublisher publisher(context_, endpoint_);
+  const int64_t first = WaitForBroadcast(publisher, {&subscriber});
+
+  for (int64_t v = first; v < first + 5; ++v) Publish(publisher, v);
+  const int64_t newest = first + 4;
+  const auto blob = PollUntilVersion(subscriber, newest);
+  REQUIRE(blob.has_value());
+  CHECK(blob->version == newest);
+  CHECK(blob->bytes == BlobOf(newest));
+  CHECK(subscriber.version() == newest);
+  CHECK(subscriber.rejected() == 0);
+  CHECK(server_.latest_version() == newest);
+  CHECK(server_.bad_messages() == 0);
+}
+
+TEST_CASE_FIXTURE(ServerFixture, "A late subscriber fetches the latest weights") {
+  WeightsPublisher publisher(context_, endpoint_);
+  for (int64_t v = 1; v <= 3; ++v) Publish(publisher, v);
+  REQUIRE(WaitUntil([&] { return server_.latest_version() == 3; }));
+
+  WeightsSubscriber late(context_, endpoint_, broadcast_endpoint_);
+  late.RequestLatest();
+  const auto blob = PollUntilVersion(late, 3);
+  REQUIRE(blob.has_value());
+  CHECK(blob->version == 3);
+  CHECK(blob->bytes == BlobOf(3));
+  CHECK_FALSE(late.Poll().has_value());  // Nothing newer, and version 3 is not given twice.
+  CHECK(late.rejected() == 0);
+}
+
+TEST_CASE_FIXTURE(ServerFixture, "Fetching from an empty server yields nothing, not a failure") {
+  WeightsSubscriber subscriber(context_, endpoint_, broadcast_endpoint_);
+  subscriber.RequestLatest();  // Answered with "no weights yet" (version -1).
+  WeightsPublisher publisher(context_, endpoint_);
+  Publish(publisher, 1);
+  REQUIRE(WaitUntil([&] { return server_.latest_version() == 1; }));
+  subscriber.RequestLatest();
+  const auto blob = PollUntilVersion(subscriber, 1);
+  REQUIRE(blob.has_value());
+  CHECK(blob->version == 1);
+  CHECK(blob->bytes == BlobOf(1));
+  CHECK(subscriber.rejected() == 0);
+}
+
+TEST_CASE_FIXTURE(ServerFixture, "The server refuses a version that is not newer") {
+  WeightsPublisher publisher(context_, endpoint_);
+  Publish(publisher, 5);
+  REQUIRE(WaitUntil([&] { return server_.latest_version() == 5; }));
+  Publish(publisher, 3);
+  REQUIRE(WaitUntil([&] { return server_.bad_messages() == 1; }));
+  Publish(publisher, 5);
+  REQUIRE(WaitUntil([&] { return server_.bad_messages() == 2; }));
+  CHECK(server_.latest_version() == 5);
+
+  WeightsSubscriber late(context_, endpoint_, broadcast_endpoint_);
+  late.RequestLatest();
+  const auto blob = PollUntilVersion(late, 5);
+  REQUIRE(blob.has_value());
+  CHECK(blob->version == 5);
+  CHECK(blob->bytes == BlobOf(5));
+
+  RawPeer peer(context_, endpoint_);
+  const std::vector<uint8_t> old = BlobOf(4);
+  peer.SendPublish(/*sequence=*/4, MetaOf(4, old), old);
+  CheckError(peer.Reply(), 4, "version 4 is not newer than 5");
+}
+
+TEST_CASE_FIXTURE(ServerFixture, "The server refuses corrupt messages and keeps serving") {
+  RawPeer peer(context_, endpoint_);
+  const std::vector<uint8_t> blob = BlobOf(1);
+
+  WeightsMeta bad_checksum = MetaOf(1, blob);
+  bad_checksum.checksum ^= 1;
+  peer.SendPublish(/*sequence=*/11, bad_checksum, blob);
+  CheckError(peer.Reply(), 11, "checksum mismatch");
+  CHECK(server_.bad_messages() == 1);
+
+  WeightsMeta bad_size = MetaOf(1, blob);
+  bad_size.bytes += 1;
+  peer.SendPublish(/*sequence=*/12, bad_size, blob);
+  CheckError(peer.Reply(), 12, "blob size does not match");
+  CHECK(server_.bad_messages() == 2);
+
+  core::Send(peer.socket(), MessageType::kStatsRequest, 0, 13, {});
+  CheckError(peer.Reply(), 13, "does not accept StatsRequest");
+  CHECK(server_.bad_messages() == 3);
+
+  peer.socket().send(zmq::str_buffer("not a ferry message"), zmq::send_flags::none);
+  CheckError(peer.Reply(), 0, "header frame");
+  CHECK(server_.bad_messages() == 4);
+  CHECK(server_.latest_version() == -1);
+
+  peer.SendPublish(/*sequence=*/14, MetaOf(1, blob), blob);
+  const auto ack = peer.Reply();
+  REQUIRE(ack.ok());
+  CHECK(ack->header.type == MessageType::kPublishAck);
+  CHECK(ack->header.sequence == 14);
+  WeightsMeta acked;
+  REQUIRE(core::DecodeMeta(*ack, &acked).ok());
+  CHECK(acked.version == 1);
+  CHECK(acked.bytes == blob.size());
+  CHECK(server_.latest_version() == 1);
+  CHECK(server_.bad_messages() == 4);
+}
+
+TEST_CASE_FIXTURE(ServerFixture, "A subscriber that does not poll gets only the newest") {
+  WeightsPublisher publisher(context_, endpoint_);
+  WeightsSubscriber idle(context_, endpoint_, broadcast_endpoint_);
+  WeightsSubscriber watcher(context_, endpoint_, broadcast_endpoint_);
+  const int64_t first = WaitForBroadcast(publisher, {&idle, &watcher});
+
+  const int64_t newest = first + 19;
+  for (int64_t v = first; v <= newest; ++v) Publish(publisher, v);
+  std::vector<int64_t> watched;
+  REQUIRE(WaitUntil([&] {
+    if (auto blob = watcher.Poll()) watched.push_back(blob->version);
+    return watcher.version() == newest;
+  }));
+  for (size_t i = 1; i < watched.size(); ++i) CHECK(watched[i] > watched[i - 1]);
+
+  // The newest broadcast has reached `watcher`; `idle`'s next Poll must give
+  // exactly that one, and nothing after it.
+  std::optional<WeightsBlob> blob;
+  REQUIRE(WaitUntil([&] {
+    blob = idle.Poll();
+    return blob.has_value();
+  }));
+  CHECK(blob->version == newest);
+  CHECK(blob->bytes == BlobOf(newest));
+  CHECK_FALSE(idle.Poll().has_value());
+  CHECK(idle.version() == newest);
+  CHECK(idle.rejected() == 0);
+}
+
+TEST_CASE("Publish never blocks when no server is listening") {
+  zmq::context_t context(1);
+  const std::string nobody = FreeTcpEndpoints().first;
+  std::atomic<int> published{0};
+  std::thread learner([&] {
+    try {
+      WeightsPublisher publisher(context, nobody);
+      for (int64_t v = 1; v <= 10; ++v) {
+        Publish(publisher, v);
+        ++published;
+      }
+    } catch (const zmq::error_t&) {
+      // Shutting the context down below ends a send that blocked.
+    }
+  });
+  // A few versions fit the send queue; each later one is skipped after 50 ms.
+  WaitUntil([&] { return published.load() == 10; }, milliseconds(3000));
+  context.shutdown();
+  learner.join();
+  CHECK(published.load() == 10);
+}
+
+}  // namespace
+}  // namespace ferry::paramserver
