@@ -35,6 +35,8 @@ struct EnvOptions {
 struct ReplayOptions {
   int shards = 2;
   int64_t capacity = 100000;         // Transitions per shard.
+  int64_t capacity_bytes = 0;        // If > 0: capacity = capacity_bytes / bytes per transition.
+  std::string selector = "prioritized";  // prioritized | uniform | fifo | lifo.
   double alpha = 0.6;                // Priority exponent; 0 is uniform.
   double beta = 0.4;                 // Importance-sampling exponent.
   double priority_epsilon = 1e-6;    // Added to |TD| so no item has zero priority.
@@ -43,6 +45,10 @@ struct ReplayOptions {
   // within +- samples_per_insert_tolerance samples (Reverb's SampleToInsertRatio).
   double samples_per_insert = 8.0;
   double samples_per_insert_tolerance = 2000.0;
+  // Snapshots: every snapshot_period_seconds (0: only on SIGTERM), into
+  // snapshot_dir (empty: <run.dir>/snapshots), restored at start-up.
+  std::string snapshot_dir;
+  double snapshot_period_seconds = 0.0;
 };
 
 struct ActorOptions {
@@ -57,7 +63,6 @@ struct ActorOptions {
 
 struct ModelOptions {
   std::vector<int> hidden = {64, 64};
-  bool dueling = false;
 };
 
 struct LearnerOptions {
@@ -65,6 +70,7 @@ struct LearnerOptions {
   int batch_size = 128;              // Global: split across ranks.
   double learning_rate = 1e-3;
   double gamma = 0.99;
+  bool double_dqn = true;            // Target action from the online net (false: plain DQN max).
   double huber_delta = 1.0;
   double max_grad_norm = 10.0;
   int target_update_period = 500;    // Updates between target-network copies.

@@ -13,7 +13,7 @@ constexpr size_t kMaxErrorText = 1024;
 
 bool KnownType(uint16_t t) {
   return t >= static_cast<uint16_t>(MessageType::kInsertBatch) &&
-         t <= static_cast<uint16_t>(MessageType::kError);
+         t <= static_cast<uint16_t>(MessageType::kInspectReply);
 }
 
 Header MakeHeader(MessageType type, uint32_t sender, uint64_t sequence,
@@ -62,6 +62,8 @@ const char* MessageTypeName(MessageType type) {
     case MessageType::kFetchWeights: return "FetchWeights";
     case MessageType::kWeights: return "Weights";
     case MessageType::kError: return "Error";
+    case MessageType::kInspectRequest: return "InspectRequest";
+    case MessageType::kInspectReply: return "InspectReply";
   }
   return "Unknown";
 }

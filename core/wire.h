@@ -42,6 +42,8 @@ enum class MessageType : uint16_t {
   kFetchWeights = 10,
   kWeights = 11,
   kError = 12,
+  kInspectRequest = 13,
+  kInspectReply = 14,
 };
 const char* MessageTypeName(MessageType type);
 

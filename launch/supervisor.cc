@@ -158,8 +158,11 @@ std::vector<Child> Topology(const core::Config& config, const std::string& binar
   role("paramserver", {binary, "paramserver"});
   std::vector<std::string> mpi = {"mpirun"};
   if (geteuid() == 0) mpi.push_back("--allow-run-as-root");
+  // Ranks share the cores with actors and shards: no pinning, and ranks waiting
+  // in a collective yield the CPU instead of spinning on it.
   for (const char* a : {"--oversubscribe", "--bind-to", "none", "--mca",
-                        "btl_vader_single_copy_mechanism", "none", "-np"}) {
+                        "btl_vader_single_copy_mechanism", "none", "--mca",
+                        "mpi_yield_when_idle", "1", "-np"}) {
     mpi.push_back(a);
   }
   mpi.push_back(std::to_string(config.learner.ranks));

@@ -14,8 +14,8 @@
 #include "envs/env.h"
 #include "learner/evaluation.h"
 #include "learner/linalg/allreduce.h"
+#include "learner/prefetcher.h"
 #include "paramserver/client.h"
-#include "replay/sampler.h"
 
 namespace ferry::learner {
 namespace {
@@ -91,20 +91,38 @@ void BroadcastParameters(models::QNetwork& net, MPI_Comm comm) {
 
 }  // namespace
 
+namespace {
+
+DqnLoss TdLoss(models::QNetwork& online, const DqnBatch& batch, const torch::Tensor& q_next,
+               double huber_delta, double normaliser) {
+  const torch::Tensor y = batch.reward + batch.discount * q_next;
+  const torch::Tensor q = online->forward(batch.obs).gather(1, batch.action.unsqueeze(1)).squeeze(1);
+  const torch::Tensor huber = torch::nn::functional::huber_loss(
+      q, y, torch::nn::functional::HuberLossFuncOptions().reduction(torch::kNone).delta(huber_delta));
+  return {(batch.weights * huber).sum() / normaliser, (y - q).detach()};
+}
+
+}  // namespace
+
 DqnLoss DoubleDqnLoss(models::QNetwork& online, models::QNetwork& target, const DqnBatch& batch,
                       double huber_delta, double normaliser) {
-  torch::Tensor y;
+  torch::Tensor q_next;
   {
     torch::NoGradGuard no_grad;
     const torch::Tensor best = online->forward(batch.next_obs).argmax(1, /*keepdim=*/true);
-    const torch::Tensor q_next = target->forward(batch.next_obs).gather(1, best).squeeze(1);
-    y = batch.reward + batch.discount * q_next;
+    q_next = target->forward(batch.next_obs).gather(1, best).squeeze(1);
   }
-  const torch::Tensor q = online->forward(batch.obs).gather(1, batch.action.unsqueeze(1)).squeeze(1);
-  const torch::Tensor td = y - q;
-  const torch::Tensor huber = torch::nn::functional::huber_loss(
-      q, y, torch::nn::functional::HuberLossFuncOptions().reduction(torch::kNone).delta(huber_delta));
-  return {(batch.weights * huber).sum() / normaliser, td.detach()};
+  return TdLoss(online, batch, q_next, huber_delta, normaliser);
+}
+
+DqnLoss DqnMaxLoss(models::QNetwork& online, models::QNetwork& target, const DqnBatch& batch,
+                   double huber_delta, double normaliser) {
+  torch::Tensor q_next;
+  {
+    torch::NoGradGuard no_grad;
+    q_next = std::get<0>(target->forward(batch.next_obs).max(1));
+  }
+  return TdLoss(online, batch, q_next, huber_delta, normaliser);
 }
 
 Result<RunEnd> RunLearner(const core::Config& config, const std::atomic<bool>& stop) {
@@ -150,9 +168,6 @@ Result<RunEnd> RunLearner(const core::Config& config, const std::atomic<bool>& s
                                torch::optim::AdamOptions(config.learner.learning_rate));
 
   zmq::context_t context(1);
-  replay::ReplaySampler sampler(context, core::ReplayEndpoints(config),
-                                core::TransitionSchema(obs_dim, true, 1), 1000 + rank,
-                                config.seed * 104729ull + rank);
   std::unique_ptr<paramserver::WeightsPublisher> publisher;
   core::MetricsWriter metrics;
   const std::string run_dir = config.run.dir.empty() ? "." : config.run.dir;
@@ -166,6 +181,10 @@ Result<RunEnd> RunLearner(const core::Config& config, const std::atomic<bool>& s
 
   const int global_batch = config.learner.batch_size;
   const int local_batch = global_batch / ranks + (rank < global_batch % ranks ? 1 : 0);
+  Prefetcher prefetcher(context, core::ReplayEndpoints(config),
+                        core::TransitionSchema(obs_dim, true, 1), 1000 + rank,
+                        config.seed * 104729ull + rank, local_batch, config.replay.beta,
+                        /*depth=*/2);
   const int64_t num_params = models::ParameterCount(*online);
   std::vector<float> fused(num_params + kNumControl);
 
@@ -185,7 +204,7 @@ Result<RunEnd> RunLearner(const core::Config& config, const std::atomic<bool>& s
 
   while (true) {
     const double t0 = core::NowSeconds();
-    auto sampled = sampler.Sample(local_batch, config.replay.beta, /*timeout_seconds=*/2.0);
+    auto sampled = prefetcher.Next(/*timeout_seconds=*/2.0);
     const double t1 = core::NowSeconds();
     wait_replay += t1 - t0;
     const bool have_data = sampled.ok();
@@ -196,8 +215,8 @@ Result<RunEnd> RunLearner(const core::Config& config, const std::atomic<bool>& s
       replay_size = sampled->global_size;
       lag = MedianLag(*sampled, updates);
       const DqnBatch batch = ToTensors(*sampled, obs_dim, device);
-      DqnLoss loss = DoubleDqnLoss(online, target, batch, config.learner.huber_delta,
-                                   static_cast<double>(global_batch));
+      DqnLoss loss = (config.learner.double_dqn ? DoubleDqnLoss : DqnMaxLoss)(
+          online, target, batch, config.learner.huber_delta, static_cast<double>(global_batch));
       optimizer.zero_grad();
       loss.loss.backward();
       td = loss.td.to(torch::kCPU);
@@ -247,7 +266,7 @@ Result<RunEnd> RunLearner(const core::Config& config, const std::atomic<bool>& s
     for (size_t i = 0; i < priorities.size(); ++i) {
       priorities[i] = std::abs(td_data[i]) + static_cast<float>(config.replay.priority_epsilon);
     }
-    sampler.UpdatePriorities(*sampled, priorities);
+    prefetcher.UpdatePriorities(*sampled, std::move(priorities));
     if (updates % config.learner.target_update_period == 0) {
       models::CopyParameters(*online, *target);
     }

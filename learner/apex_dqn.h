@@ -41,6 +41,9 @@ struct DqnLoss {
 // Double DQN: y = r + discount * Q_target(s', argmax_a Q_online(s', a)).
 DqnLoss DoubleDqnLoss(models::QNetwork& online, models::QNetwork& target, const DqnBatch& batch,
                       double huber_delta, double normaliser);
+// Plain DQN: y = r + discount * max_a Q_target(s', a).
+DqnLoss DqnMaxLoss(models::QNetwork& online, models::QNetwork& target, const DqnBatch& batch,
+                   double huber_delta, double normaliser);
 
 // Runs this rank's learner (MPI must be initialised) until the run ends.
 Result<RunEnd> RunLearner(const core::Config& config, const std::atomic<bool>& stop);

@@ -55,8 +55,8 @@ actors:
   max_in_flight: 4
 model:
   hidden: [256, 128, 64]
-  dueling: true
 learner:
+  double_dqn: false
   ranks: 4
   batch_size: 256
   learning_rate: 2.5e-4
@@ -118,7 +118,7 @@ TEST_CASE("a full document sets every key") {
   CHECK(c.actors.insert_batch == 32);
   CHECK(c.actors.max_in_flight == 4);
   CHECK(c.model.hidden == std::vector<int>{256, 128, 64});
-  CHECK(c.model.dueling);
+  CHECK_FALSE(c.learner.double_dqn);
   CHECK(c.learner.ranks == 4);
   CHECK(c.learner.batch_size == 256);
   CHECK(c.learner.learning_rate == 2.5e-4);
@@ -190,8 +190,8 @@ TEST_CASE("a value of the wrong type names the key and the value") {
         std::string::npos);
   CHECK(ErrorOf("seed: -1").find("'seed' must be an integer in [0, 18446744073709551615]") !=
         std::string::npos);
-  CHECK(ErrorOf("model: {dueling: maybe}")
-            .find("'model.dueling' must be true or false, got 'maybe'") != std::string::npos);
+  CHECK(ErrorOf("learner: {double_dqn: maybe}")
+            .find("'learner.double_dqn' must be true or false, got 'maybe'") != std::string::npos);
   CHECK(
       ErrorOf("model: {hidden: 64}").find("'model.hidden' must be a list of integers, got '64'") !=
       std::string::npos);
@@ -301,7 +301,7 @@ TEST_CASE("ConfigToYaml round-trips every field exactly") {
   CHECK(back.network.host == "null");
   CHECK(back.env.id == "true");
   CHECK(back.model.hidden == c.model.hidden);
-  CHECK(back.model.dueling);
+  CHECK(back.learner.double_dqn == c.learner.double_dqn);
 }
 
 TEST_CASE("ConfigToYaml writes every key in its section, defaults included") {

@@ -70,6 +70,17 @@ TEST_CASE("DoubleDqnLoss evaluates the online argmax with the target network") {
   CHECK(loss.loss.item<float>() == doctest::Approx(0.6925).epsilon(1e-5));
 }
 
+TEST_CASE("DqnMaxLoss bootstraps from the target network's own maximum") {
+  auto online = Online();
+  auto target = Target();
+  const DqnLoss loss = DqnMaxLoss(online, target, HandBatch(), /*huber_delta=*/1.0,
+                                  /*normaliser=*/1.0);
+  // 0: y = 0.2 + 0.9*6 = 5.6, td = 5.1;  1: y = 4 + 0.5*4 = 6, td = 6;  2: td = -0.3.
+  CheckClose(loss.td, {5.1f, 6.0f, -0.3f});
+  // Huber: 4.6 + 0.5*5.5 + 2*0.045 = 4.6 + 2.75 + 0.09.
+  CHECK(loss.loss.item<float>() == doctest::Approx(7.44).epsilon(1e-5));
+}
+
 TEST_CASE("DoubleDqnLoss is quadratic below the Huber delta and linear above") {
   auto online = Online();
   auto target = Target();

@@ -1,0 +1,56 @@
+// Samples from the replay shards ahead of the learner, on a background thread.
+//
+//   thread: [send queued priority updates] -> ReplaySampler::Sample -> queue (depth)
+//   learner: Next() pops a batch; UpdatePriorities() queues |TD| for the thread
+//
+// The thread owns the ReplaySampler and its sockets (ZeroMQ sockets are not
+// thread-safe); the learner thread calls Next() and UpdatePriorities(). The
+// destructor closes the queue and joins the thread.
+#ifndef FERRY_LEARNER_PREFETCHER_H_
+#define FERRY_LEARNER_PREFETCHER_H_
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/queue.h"
+#include "core/status.h"
+#include "replay/sampler.h"
+
+namespace ferry::learner {
+
+class Prefetcher {
+ public:
+  Prefetcher(zmq::context_t& context, std::vector<std::string> endpoints, core::Schema schema,
+             uint32_t client_id, uint64_t seed, int batch_size, double beta, int depth);
+  ~Prefetcher();
+  Prefetcher(const Prefetcher&) = delete;
+  Prefetcher& operator=(const Prefetcher&) = delete;
+
+  // The next batch, or the sampler's error; DeadlineExceeded if none came in time.
+  Result<replay::SampledBatch> Next(double timeout_seconds);
+  // Sends |TD| priorities for `batch`'s items, soon, from the background thread.
+  void UpdatePriorities(const replay::SampledBatch& batch, std::vector<float> priorities);
+
+ private:
+  struct PendingUpdate {
+    replay::SampledBatch keys;  // Only shards and keys are filled.
+    std::vector<float> priorities;
+  };
+  void Run();
+  void SendUpdates();
+
+  replay::ReplaySampler sampler_;
+  const int batch_size_;
+  const double beta_;
+  core::BoundedQueue<Result<replay::SampledBatch>> ready_;
+  std::mutex updates_mu_;
+  std::vector<PendingUpdate> updates_;  // Guarded by updates_mu_.
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace ferry::learner
+
+#endif  // FERRY_LEARNER_PREFETCHER_H_
