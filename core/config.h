@@ -78,6 +78,14 @@ struct LearnerOptions {
   int eval_period = 500;             // Updates between greedy evaluations (rank 0).
   int eval_episodes = 100;
   std::string device = "cpu";        // cpu | cuda.
+  double checkpoint_period_seconds = 60;  // Also on SIGTERM; into <run.dir>/checkpoints.
+  int checksum_period = 1000;        // Updates between cross-rank parameter checks.
+  // LS-DQN: every lsdqn_period updates (0: off) refit the last layer by
+  // regularised least squares on lsdqn_samples transitions, summed over ranks.
+  int lsdqn_period = 0;
+  int lsdqn_samples = 8192;
+  double lsdqn_lambda = 1.0;
+  std::string lsdqn_solver = "cholesky";  // cholesky | cg.
 };
 
 struct StopOptions {

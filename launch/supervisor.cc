@@ -126,7 +126,8 @@ struct Progress {
 
 class MetricsTail {
  public:
-  explicit MetricsTail(std::string path) : path_(std::move(path)) {}
+  // Starts reading at `offset`: a resumed run's earlier records are history.
+  MetricsTail(std::string path, std::streamoff offset) : path_(std::move(path)), offset_(offset) {}
   void Poll(Progress* progress) {
     std::ifstream in(path_);
     if (!in) return;
@@ -145,7 +146,7 @@ class MetricsTail {
 };
 
 std::vector<Child> Topology(const core::Config& config, const std::string& binary,
-                            const std::string& config_file) {
+                            const std::string& config_file, bool resume) {
   std::vector<Child> children;
   const std::vector<std::string> common = {"--config", config_file};
   auto role = [&](const std::string& name, std::vector<std::string> argv) {
@@ -169,6 +170,7 @@ std::vector<Child> Topology(const core::Config& config, const std::string& binar
   for (const std::string& a : {binary, std::string("learner"), std::string("--config"), config_file}) {
     mpi.push_back(a);
   }
+  if (resume) mpi.push_back("--resume");
   children.push_back(Child{"learner", mpi, /*is_learner=*/true});
   for (int i = 0; i < config.actors.count; ++i) {
     role("actor-" + std::to_string(i), {binary, "actor", "--id", std::to_string(i)});
@@ -213,6 +215,7 @@ int RunTopology(const RunRequest& request) {
     return 1;
   }
   core::Config config = std::move(loaded).value();
+  if (request.resume) config.run.dir = fs::path(request.config_path).parent_path().string();
   if (config.run.dir.empty()) config.run.dir = "runs/" + config.run.name + "-" + Timestamp();
   std::error_code ec;
   fs::create_directories(fs::path(config.run.dir) / "logs", ec);
@@ -223,7 +226,7 @@ int RunTopology(const RunRequest& request) {
   }
   config.run.dir = fs::absolute(config.run.dir).string();
   const std::string config_file = config.run.dir + "/config.yaml";
-  std::vector<Child> children = Topology(config, request.ferry_binary, config_file);
+  std::vector<Child> children = Topology(config, request.ferry_binary, config_file, request.resume);
   if (request.dry_run) {
     for (const auto& c : children) {
       std::printf("%-12s", c.name.c_str());
@@ -254,7 +257,12 @@ int RunTopology(const RunRequest& request) {
 
   const bool tty = isatty(STDOUT_FILENO);
   Progress progress;
-  MetricsTail tail(config.run.dir + "/metrics.jsonl");
+  const std::string metrics_path = config.run.dir + "/metrics.jsonl";
+  std::error_code size_error;
+  const auto metrics_size = fs::file_size(metrics_path, size_error);
+  MetricsTail tail(metrics_path, request.resume && !size_error
+                                     ? static_cast<std::streamoff>(metrics_size)
+                                     : 0);
   double last_line = start;
   int learner_status = -1;
   std::string failure;

@@ -24,6 +24,7 @@ struct RunRequest {
   std::vector<std::string> overrides;
   std::string ferry_binary;  // Absolute path of this executable, for the children.
   bool dry_run = false;      // Print the topology and exit.
+  bool resume = false;       // config_path is RUN_DIR/config.yaml: continue that run.
 };
 
 // Runs to the end; returns the process exit code.

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 
 #include "core/experience.h"
@@ -12,8 +11,10 @@
 #include "core/metrics.h"
 #include "core/topology.h"
 #include "envs/env.h"
+#include "learner/dqn_updater.h"
 #include "learner/evaluation.h"
 #include "learner/linalg/allreduce.h"
+#include "learner/ls_refit.h"
 #include "learner/prefetcher.h"
 #include "paramserver/client.h"
 
@@ -56,76 +57,34 @@ double MedianLag(const replay::SampledBatch& s, int64_t updates) {
   return static_cast<double>(lag[lag.size() / 2]);
 }
 
-// Copies gradients into `fused` (or zeros when `have_data` is false).
-void PackGradients(models::QNetwork& net, bool have_data, std::vector<float>* fused) {
-  size_t offset = 0;
-  for (auto& p : net->parameters()) {
-    const auto n = static_cast<size_t>(p.numel());
-    if (have_data && p.grad().defined()) {
-      const torch::Tensor g = p.grad().to(torch::kCPU).contiguous();
-      std::memcpy(fused->data() + offset, g.data_ptr<float>(), n * sizeof(float));
-    } else {
-      std::fill_n(fused->data() + offset, n, 0.f);
-    }
-    offset += n;
-  }
-}
-
-void UnpackGradients(const std::vector<float>& fused, models::QNetwork& net) {
-  size_t offset = 0;
-  for (auto& p : net->parameters()) {
-    const auto n = p.numel();
-    torch::Tensor src =
-        torch::from_blob(const_cast<float*>(fused.data() + offset), p.sizes(), torch::kFloat32);
-    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
-    p.mutable_grad().copy_(src.to(p.device()));
-    offset += static_cast<size_t>(n);
-  }
-}
-
 void BroadcastParameters(models::QNetwork& net, MPI_Comm comm) {
   std::vector<uint8_t> blob = models::ToBlob(*net);
   MPI_Bcast(blob.data(), static_cast<int>(blob.size()), MPI_BYTE, 0, comm);
   FERRY_CHECK(models::FromBlob(*net, blob.data(), blob.size()).ok());
 }
 
+// Every rank's parameter checksum must be the same bits; a mismatch means the
+// data-parallel invariant broke and continuing would train garbage.
+Status CheckParametersAgree(DqnUpdater& updater, MPI_Comm comm) {
+  const double mine = updater.ParameterChecksum();
+  double bounds[2] = {mine, -mine};
+  MPI_Allreduce(MPI_IN_PLACE, bounds, 2, MPI_DOUBLE, MPI_MAX, comm);
+  if (bounds[0] != -bounds[1]) {
+    return Internal("learner ranks hold different parameters after " +
+                    std::to_string(updater.updates()) + " updates (checksums between " +
+                    std::to_string(-bounds[1]) + " and " + std::to_string(bounds[0]) +
+                    "); stopping");
+  }
+  return Status::Ok();
+}
+
+torch::Device PickDevice(const std::string& name) {
+  return name == "cuda" ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU);
+}
+
 }  // namespace
 
-namespace {
-
-DqnLoss TdLoss(models::QNetwork& online, const DqnBatch& batch, const torch::Tensor& q_next,
-               double huber_delta, double normaliser) {
-  const torch::Tensor y = batch.reward + batch.discount * q_next;
-  const torch::Tensor q = online->forward(batch.obs).gather(1, batch.action.unsqueeze(1)).squeeze(1);
-  const torch::Tensor huber = torch::nn::functional::huber_loss(
-      q, y, torch::nn::functional::HuberLossFuncOptions().reduction(torch::kNone).delta(huber_delta));
-  return {(batch.weights * huber).sum() / normaliser, (y - q).detach()};
-}
-
-}  // namespace
-
-DqnLoss DoubleDqnLoss(models::QNetwork& online, models::QNetwork& target, const DqnBatch& batch,
-                      double huber_delta, double normaliser) {
-  torch::Tensor q_next;
-  {
-    torch::NoGradGuard no_grad;
-    const torch::Tensor best = online->forward(batch.next_obs).argmax(1, /*keepdim=*/true);
-    q_next = target->forward(batch.next_obs).gather(1, best).squeeze(1);
-  }
-  return TdLoss(online, batch, q_next, huber_delta, normaliser);
-}
-
-DqnLoss DqnMaxLoss(models::QNetwork& online, models::QNetwork& target, const DqnBatch& batch,
-                   double huber_delta, double normaliser) {
-  torch::Tensor q_next;
-  {
-    torch::NoGradGuard no_grad;
-    q_next = std::get<0>(target->forward(batch.next_obs).max(1));
-  }
-  return TdLoss(online, batch, q_next, huber_delta, normaliser);
-}
-
-Result<RunEnd> RunLearner(const core::Config& config, const std::atomic<bool>& stop) {
+Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::atomic<bool>& stop) {
   torch::set_num_threads(1);
   MPI_Comm comm = MPI_COMM_WORLD;
   int rank = 0, ranks = 1;
@@ -139,63 +98,86 @@ Result<RunEnd> RunLearner(const core::Config& config, const std::atomic<bool>& s
     return InvalidArgument("learner.batch_size " + std::to_string(config.learner.batch_size) +
                            " is smaller than the number of ranks " + std::to_string(ranks));
   }
-  torch::Device device(torch::kCPU);
-  if (config.learner.device == "cuda") {
-    if (!torch::cuda::is_available()) {
-      return InvalidArgument("learner.device is cuda but LibTorch sees no CUDA device "
-                             "(build against a CUDA LibTorch with -DTorch_DIR=...)");
-    }
-    device = torch::Device(torch::kCUDA);
+  if (config.learner.device == "cuda" && !torch::cuda::is_available()) {
+    return InvalidArgument("learner.device is cuda but LibTorch sees no CUDA device "
+                           "(build against a CUDA LibTorch with -DTorch_DIR=...)");
   }
+  const torch::Device device = PickDevice(config.learner.device);
 
   auto probe = envs::MakeEnv(config.env.id, config.seed);
   if (!probe.ok()) return probe.status();
-  const int obs_dim = (*probe)->observation_space().flat_size();
   if ((*probe)->action_space().kind != envs::Space::Kind::kDiscrete) {
     return InvalidArgument("env.id: " + config.env.id + " has continuous actions; DQN needs a "
                            "discrete env");
   }
-  const int num_actions = (*probe)->action_space().n;
+  UpdaterOptions options;
+  options.obs_dim = (*probe)->observation_space().flat_size();
+  options.num_actions = (*probe)->action_space().n;
+  options.hidden = config.model.hidden;
+  options.learning_rate = config.learner.learning_rate;
+  options.huber_delta = config.learner.huber_delta;
+  options.max_grad_norm = config.learner.max_grad_norm;
+  options.target_update_period = config.learner.target_update_period;
+  options.double_dqn = config.learner.double_dqn;
+  const int obs_dim = options.obs_dim;
 
   torch::manual_seed(config.seed);
-  models::QNetwork online(obs_dim, num_actions, config.model.hidden);
-  models::QNetwork target(obs_dim, num_actions, config.model.hidden);
-  BroadcastParameters(online, comm);
-  models::CopyParameters(*online, *target);
-  online->to(device);
-  target->to(device);
-  torch::optim::Adam optimizer(online->parameters(),
-                               torch::optim::AdamOptions(config.learner.learning_rate));
+  DqnUpdater updater(options, device);
+  const std::string run_dir = config.run.dir.empty() ? "." : config.run.dir;
+  const std::string checkpoint_dir = run_dir + "/checkpoints";
+  RunCounters counters;
+  if (resume) {
+    auto loaded = LoadNewestCheckpoint(checkpoint_dir, &updater, &counters);
+    if (!loaded.ok()) return loaded.status();
+    if (rank == 0) {
+      core::Log("resumed from %s at update %lld", loaded->c_str(),
+                static_cast<long long>(updater.updates()));
+    }
+  } else {
+    BroadcastParameters(updater.online(), comm);
+    models::CopyParameters(*updater.online(), *updater.target());
+  }
+  FERRY_RETURN_IF_ERROR(CheckParametersAgree(updater, comm));
 
   zmq::context_t context(1);
   std::unique_ptr<paramserver::WeightsPublisher> publisher;
   core::MetricsWriter metrics;
-  const std::string run_dir = config.run.dir.empty() ? "." : config.run.dir;
   if (rank == 0) {
+    std::error_code ec;
+    std::filesystem::create_directories(checkpoint_dir, ec);
     publisher = std::make_unique<paramserver::WeightsPublisher>(
         context, core::ParamServerEndpoint(config));
-    const auto blob = models::ToBlob(*online);
-    publisher->Publish(0, blob.data(), blob.size());
+    const auto blob = models::ToBlob(*updater.online());
+    publisher->Publish(updater.updates(), blob.data(), blob.size());
     FERRY_RETURN_IF_ERROR(metrics.Open(run_dir + "/metrics.jsonl"));
   }
+  auto checkpoint = [&](const char* why) {
+    const std::string path = CheckpointPath(checkpoint_dir, updater.updates());
+    const double t = core::NowSeconds();
+    const Status saved = updater.SaveCheckpoint(path, counters);
+    if (!saved.ok()) {
+      core::Log("checkpoint failed: %s", saved.message().c_str());
+      return;
+    }
+    PruneCheckpoints(checkpoint_dir, /*keep=*/2);
+    core::Log("checkpoint (%s) %s in %.0f ms", why, path.c_str(), (core::NowSeconds() - t) * 1e3);
+  };
 
   const int global_batch = config.learner.batch_size;
   const int local_batch = global_batch / ranks + (rank < global_batch % ranks ? 1 : 0);
   Prefetcher prefetcher(context, core::ReplayEndpoints(config),
                         core::TransitionSchema(obs_dim, true, 1), 1000 + rank,
-                        config.seed * 104729ull + rank, local_batch, config.replay.beta,
-                        /*depth=*/2);
-  const int64_t num_params = models::ParameterCount(*online);
+                        config.seed * 104729ull + rank + updater.updates(), local_batch,
+                        config.replay.beta, /*depth=*/2);
+  const int64_t num_params = updater.num_parameters();
   std::vector<float> fused(num_params + kNumControl);
 
-  const double start = core::NowSeconds();
-  int64_t updates = 0;
-  int64_t env_steps = 0;
-  double best_eval = -INFINITY;
+  const double start = core::NowSeconds() - counters.elapsed_seconds;
   double last_eval = NAN;
   double wait_replay = 0, wait_allreduce = 0, compute = 0;
-  double last_report = start;
-  int64_t updates_at_report = 0, steps_at_report = 0;
+  double last_report = core::NowSeconds();
+  double last_checkpoint = last_report;
+  int64_t updates_at_report = updater.updates(), steps_at_report = counters.env_steps;
   double loss_acc = 0;
   int loss_count = 0;
   double lag = NAN;
@@ -211,27 +193,25 @@ Result<RunEnd> RunLearner(const core::Config& config, const std::atomic<bool>& s
     torch::Tensor td;
     float local_loss = 0;
     if (have_data) {
-      env_steps = sampled->inserted_total;
+      counters.env_steps = sampled->inserted_total;
       replay_size = sampled->global_size;
-      lag = MedianLag(*sampled, updates);
-      const DqnBatch batch = ToTensors(*sampled, obs_dim, device);
-      DqnLoss loss = (config.learner.double_dqn ? DoubleDqnLoss : DqnMaxLoss)(
-          online, target, batch, config.learner.huber_delta, static_cast<double>(global_batch));
-      optimizer.zero_grad();
-      loss.loss.backward();
+      lag = MedianLag(*sampled, updater.updates());
+      DqnLoss loss = updater.ComputeGradients(ToTensors(*sampled, obs_dim, device),
+                                              static_cast<double>(global_batch));
       td = loss.td.to(torch::kCPU);
       local_loss = loss.loss.item<float>();
     } else if (!stop.load()) {
       core::Log("no batch this step: %s", sampled.status().message().c_str());
     }
-    PackGradients(online, have_data, &fused);
+    updater.PackGradients(have_data, fused.data());
 
     int end_code = -1;
     if (rank == 0) {
-      const double elapsed = core::NowSeconds() - start;
-      if (best_eval >= config.stop.target_return) {
+      counters.elapsed_seconds = core::NowSeconds() - start;
+      if (counters.best_eval >= config.stop.target_return) {
         end_code = static_cast<int>(RunEnd::kTargetReached);
-      } else if (env_steps >= config.stop.max_env_steps || elapsed >= config.stop.max_seconds) {
+      } else if (counters.env_steps >= config.stop.max_env_steps ||
+                 counters.elapsed_seconds >= config.stop.max_seconds) {
         end_code = static_cast<int>(RunEnd::kBudgetExhausted);
       }
     }
@@ -255,10 +235,9 @@ Result<RunEnd> RunLearner(const core::Config& config, const std::atomic<bool>& s
     }
     if (control[kMissingData] > 0) continue;  // Skipped on every rank alike.
 
-    UnpackGradients(fused, online);
-    torch::nn::utils::clip_grad_norm_(online->parameters(), config.learner.max_grad_norm);
-    optimizer.step();
-    ++updates;
+    updater.UnpackGradients(fused.data());
+    updater.ApplyGradients();
+    const int64_t updates = updater.updates();
     loss_acc += control[kLossSum];
     ++loss_count;
     std::vector<float> priorities(td.numel());
@@ -267,42 +246,69 @@ Result<RunEnd> RunLearner(const core::Config& config, const std::atomic<bool>& s
       priorities[i] = std::abs(td_data[i]) + static_cast<float>(config.replay.priority_epsilon);
     }
     prefetcher.UpdatePriorities(*sampled, std::move(priorities));
-    if (updates % config.learner.target_update_period == 0) {
-      models::CopyParameters(*online, *target);
+    if (updates % config.learner.checksum_period == 0) {
+      FERRY_RETURN_IF_ERROR(CheckParametersAgree(updater, comm));
+    }
+    if (config.learner.lsdqn_period > 0 && updates % config.learner.lsdqn_period == 0) {
+      std::vector<DqnBatch> refit_batches;
+      const int wanted = std::max(1, config.learner.lsdqn_samples / ranks / local_batch);
+      for (int i = 0; i < wanted; ++i) {
+        auto extra = prefetcher.Next(/*timeout_seconds=*/5.0);
+        if (extra.ok()) refit_batches.push_back(ToTensors(*extra, obs_dim, device));
+      }
+      auto refit = RefitHead(updater, refit_batches, config.learner.lsdqn_lambda,
+                             config.learner.lsdqn_solver, comm);
+      if (!refit.ok()) return refit.status();
+      if (rank == 0) {
+        metrics.Write(core::MetricsRecord()
+                          .Add("time", core::NowSeconds() - start)
+                          .Add("updates", static_cast<double>(updates))
+                          .Add("lsdqn_rows", static_cast<double>(refit->rows))
+                          .Add("lsdqn_head_change", refit->head_change)
+                          .Add("lsdqn_features_s", refit->features_seconds)
+                          .Add("lsdqn_gram_s", refit->gram_seconds)
+                          .Add("lsdqn_allreduce_s", refit->allreduce_seconds)
+                          .Add("lsdqn_solve_s", refit->solve_seconds)
+                          .Add("lsdqn_regularised_more", refit->regularised_more ? 1.0 : 0.0));
+      }
     }
     compute += core::NowSeconds() - t3 + (t2 - t1);
     if (rank != 0) continue;
 
     if (updates % config.learner.publish_period == 0) {
-      const auto blob = models::ToBlob(*online);
+      const auto blob = models::ToBlob(*updater.online());
       publisher->Publish(updates, blob.data(), blob.size());
     }
     const double now = core::NowSeconds();
     if (updates % config.learner.eval_period == 0) {
-      auto eval = EvaluateGreedy(online, config.env.id, config.learner.eval_episodes,
+      auto eval = EvaluateGreedy(updater.online(), config.env.id, config.learner.eval_episodes,
                                  config.seed * 1000003ull + 999983ull);
       if (!eval.ok()) return eval.status();
       last_eval = eval->mean_return;
-      best_eval = std::max(best_eval, last_eval);
+      counters.best_eval = std::max(counters.best_eval, last_eval);
       metrics.Write(core::MetricsRecord()
                         .Add("time", now - start)
                         .Add("updates", static_cast<double>(updates))
-                        .Add("env_steps", static_cast<double>(env_steps))
+                        .Add("env_steps", static_cast<double>(counters.env_steps))
                         .Add("eval_return", eval->mean_return)
                         .Add("eval_return_std", eval->std_return)
                         .Add("eval_episodes", eval->episodes));
       core::Log("eval after %lld updates, %lld env steps: mean return %.1f +- %.1f over %d episodes",
-                static_cast<long long>(updates), static_cast<long long>(env_steps),
+                static_cast<long long>(updates), static_cast<long long>(counters.env_steps),
                 eval->mean_return, eval->std_return, eval->episodes);
+    }
+    if (now - last_checkpoint >= config.learner.checkpoint_period_seconds) {
+      checkpoint("periodic");
+      last_checkpoint = now;
     }
     if (now - last_report >= 2.0) {
       const double dt = now - last_report;
       metrics.Write(core::MetricsRecord()
                         .Add("time", now - start)
                         .Add("updates", static_cast<double>(updates))
-                        .Add("env_steps", static_cast<double>(env_steps))
+                        .Add("env_steps", static_cast<double>(counters.env_steps))
                         .Add("updates_per_s", (updates - updates_at_report) / dt)
-                        .Add("env_steps_per_s", (env_steps - steps_at_report) / dt)
+                        .Add("env_steps_per_s", (counters.env_steps - steps_at_report) / dt)
                         .Add("loss", loss_count ? loss_acc / loss_count : NAN)
                         .Add("replay_size", static_cast<double>(replay_size))
                         .Add("policy_lag_median", lag)
@@ -312,25 +318,27 @@ Result<RunEnd> RunLearner(const core::Config& config, const std::atomic<bool>& s
                         .Add("last_eval_return", last_eval));
       last_report = now;
       updates_at_report = updates;
-      steps_at_report = env_steps;
+      steps_at_report = counters.env_steps;
       loss_acc = 0;
       loss_count = 0;
     }
   }
 
   if (rank == 0) {
+    counters.elapsed_seconds = core::NowSeconds() - start;
+    checkpoint(end == RunEnd::kStopped ? "stop" : "end");
     const char* reason = end == RunEnd::kTargetReached     ? "target_reached"
                          : end == RunEnd::kBudgetExhausted ? "budget_exhausted"
                                                            : "stopped";
     metrics.Write(core::MetricsRecord()
-                      .Add("time", core::NowSeconds() - start)
-                      .Add("updates", static_cast<double>(updates))
-                      .Add("env_steps", static_cast<double>(env_steps))
-                      .Add("best_eval_return", best_eval)
+                      .Add("time", counters.elapsed_seconds)
+                      .Add("updates", static_cast<double>(updater.updates()))
+                      .Add("env_steps", static_cast<double>(counters.env_steps))
+                      .Add("best_eval_return", counters.best_eval)
                       .Add("end", reason));
     core::Log("learner ended (%s) after %lld updates, %lld env steps, best eval return %.1f",
-              reason, static_cast<long long>(updates), static_cast<long long>(env_steps),
-              best_eval);
+              reason, static_cast<long long>(updater.updates()),
+              static_cast<long long>(counters.env_steps), counters.best_eval);
   }
   return end;
 }

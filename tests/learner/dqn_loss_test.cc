@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "learner/apex_dqn.h"
+#include "learner/dqn_loss.h"
 #include "models/q_network.h"
 
 namespace ferry::learner {

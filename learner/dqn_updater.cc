@@ -1,0 +1,186 @@
+#include "learner/dqn_updater.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "core/log.h"
+
+namespace ferry::learner {
+namespace {
+
+namespace fs = std::filesystem;
+
+Status FsyncPath(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY);
+  if (fd < 0) return Unavailable("cannot open " + path + ": " + std::strerror(errno));
+  const int rc = fsync(fd);
+  close(fd);
+  if (rc != 0) return Unavailable("cannot fsync " + path + ": " + std::strerror(errno));
+  return Status::Ok();
+}
+
+// Checkpoint files sorted newest first by their update count.
+std::vector<fs::path> CheckpointFiles(const std::string& dir) {
+  std::vector<std::pair<int64_t, fs::path>> found;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    long long updates = 0;
+    char tail[8] = {0};
+    if (std::sscanf(name.c_str(), "learner-%lld.%3s", &updates, tail) == 2 &&
+        std::string(tail) == "pt" && name.size() == std::string("learner-.pt").size() +
+                                                       std::to_string(updates).size()) {
+      found.emplace_back(updates, entry.path());
+    }
+  }
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<fs::path> files;
+  for (auto& f : found) files.push_back(std::move(f.second));
+  return files;
+}
+
+}  // namespace
+
+DqnUpdater::DqnUpdater(const UpdaterOptions& options, torch::Device device)
+    : options_(options),
+      device_(device),
+      online_(options.obs_dim, options.num_actions, options.hidden),
+      target_(options.obs_dim, options.num_actions, options.hidden),
+      optimizer_(online_->parameters(), torch::optim::AdamOptions(options.learning_rate)) {
+  models::CopyParameters(*online_, *target_);
+  online_->to(device_);
+  target_->to(device_);
+}
+
+DqnLoss DqnUpdater::ComputeGradients(const DqnBatch& batch, double normaliser) {
+  DqnLoss loss = (options_.double_dqn ? DoubleDqnLoss : DqnMaxLoss)(
+      online_, target_, batch, options_.huber_delta, normaliser);
+  optimizer_.zero_grad();
+  loss.loss.backward();
+  return loss;
+}
+
+void DqnUpdater::PackGradients(bool have_gradients, float* out) {
+  for (auto& p : online_->parameters()) {
+    const auto n = static_cast<size_t>(p.numel());
+    if (have_gradients && p.grad().defined()) {
+      const torch::Tensor g = p.grad().to(torch::kCPU).contiguous();
+      std::memcpy(out, g.data_ptr<float>(), n * sizeof(float));
+    } else {
+      std::fill_n(out, n, 0.f);
+    }
+    out += n;
+  }
+}
+
+void DqnUpdater::UnpackGradients(const float* in) {
+  for (auto& p : online_->parameters()) {
+    torch::Tensor src = torch::from_blob(const_cast<float*>(in), p.sizes(), torch::kFloat32);
+    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+    p.mutable_grad().copy_(src.to(p.device()));
+    in += p.numel();
+  }
+}
+
+void DqnUpdater::ApplyGradients() {
+  torch::nn::utils::clip_grad_norm_(online_->parameters(), options_.max_grad_norm);
+  optimizer_.step();
+  ++updates_;
+  if (updates_ % options_.target_update_period == 0) models::CopyParameters(*online_, *target_);
+}
+
+double DqnUpdater::ParameterChecksum() {
+  double sum = 0;
+  for (const auto& p : online_->parameters()) {
+    sum += p.detach().to(torch::kCPU, torch::kFloat64).sum().item<double>();
+  }
+  return sum;
+}
+
+Status DqnUpdater::SaveCheckpoint(const std::string& path, const RunCounters& counters) {
+  const std::string tmp = path + ".tmp";
+  try {
+    torch::serialize::OutputArchive archive;
+    torch::serialize::OutputArchive online, target, optimizer;
+    online_->save(online);
+    target_->save(target);
+    optimizer_.save(optimizer);
+    archive.write("online", online);
+    archive.write("target", target);
+    archive.write("optimizer", optimizer);
+    archive.write("updates", torch::tensor(updates_, torch::kInt64));
+    archive.write("env_steps", torch::tensor(counters.env_steps, torch::kInt64));
+    archive.write("elapsed_seconds", torch::tensor(counters.elapsed_seconds, torch::kFloat64));
+    archive.write("best_eval", torch::tensor(counters.best_eval, torch::kFloat64));
+    archive.write("rng", at::detail::getDefaultCPUGenerator().get_state());
+    archive.save_to(tmp);
+  } catch (const c10::Error& e) {
+    return Unavailable("cannot write checkpoint " + tmp + ": " + e.what_without_backtrace());
+  }
+  FERRY_RETURN_IF_ERROR(FsyncPath(tmp));
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return Unavailable("cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
+  }
+  return FsyncPath(fs::path(path).parent_path().string());
+}
+
+Status DqnUpdater::LoadCheckpoint(const std::string& path, RunCounters* counters) {
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(path);
+    torch::serialize::InputArchive online, target, optimizer;
+    archive.read("online", online);
+    archive.read("target", target);
+    archive.read("optimizer", optimizer);
+    online_->load(online);
+    target_->load(target);
+    optimizer_.load(optimizer);
+    // InputArchive::read reuses a defined tensor's storage, so each read gets a fresh one.
+    auto read = [&archive](const char* key) {
+      torch::Tensor t;
+      archive.read(key, t);
+      return t;
+    };
+    updates_ = read("updates").item<int64_t>();
+    counters->env_steps = read("env_steps").item<int64_t>();
+    counters->elapsed_seconds = read("elapsed_seconds").item<double>();
+    counters->best_eval = read("best_eval").item<double>();
+    const torch::Tensor rng = read("rng");
+    at::Generator generator = at::detail::getDefaultCPUGenerator();
+    generator.set_state(rng);
+  } catch (const c10::Error& e) {
+    return DataLoss("checkpoint " + path + " is unreadable or from another model: " +
+                    e.what_without_backtrace());
+  }
+  online_->to(device_);
+  target_->to(device_);
+  return Status::Ok();
+}
+
+std::string CheckpointPath(const std::string& dir, int64_t updates) {
+  return (fs::path(dir) / ("learner-" + std::to_string(updates) + ".pt")).string();
+}
+
+void PruneCheckpoints(const std::string& dir, int keep) {
+  const auto files = CheckpointFiles(dir);
+  std::error_code ec;
+  for (size_t i = static_cast<size_t>(keep); i < files.size(); ++i) fs::remove(files[i], ec);
+}
+
+Result<std::string> LoadNewestCheckpoint(const std::string& dir, DqnUpdater* updater,
+                                         RunCounters* counters) {
+  for (const auto& file : CheckpointFiles(dir)) {
+    const Status loaded = updater->LoadCheckpoint(file.string(), counters);
+    if (loaded.ok()) return file.string();
+    core::Log("skipping checkpoint: %s", loaded.message().c_str());
+  }
+  return NotFound("no loadable learner checkpoint in " + dir);
+}
+
+}  // namespace ferry::learner

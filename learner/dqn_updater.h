@@ -1,0 +1,87 @@
+// The learner's trainable state and its update step, apart from any transport.
+//
+//   ComputeGradients(batch) -> PackGradients(buffer) -> [allreduce across ranks]
+//   -> UnpackGradients(buffer) -> ApplyGradients(): clip, Adam, target sync
+//
+// Everything a resumed run needs (online and target networks, Adam moments,
+// update count, torch RNG state, the run's counters) is saved and loaded as one
+// checkpoint file, written atomically (temp file, fsync, rename). Two updaters
+// fed the same batches from the same checkpoint end with identical parameters.
+// Used from one thread.
+#ifndef FERRY_LEARNER_DQN_UPDATER_H_
+#define FERRY_LEARNER_DQN_UPDATER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "core/status.h"
+#include "learner/dqn_loss.h"
+#include "models/q_network.h"
+
+namespace ferry::learner {
+
+struct UpdaterOptions {
+  int obs_dim = 0;
+  int num_actions = 0;
+  std::vector<int> hidden;
+  double learning_rate = 1e-3;
+  double huber_delta = 1.0;
+  double max_grad_norm = 10.0;
+  int target_update_period = 500;
+  bool double_dqn = true;
+};
+
+// Run counters kept beside the parameters in a checkpoint.
+struct RunCounters {
+  int64_t env_steps = 0;
+  double elapsed_seconds = 0;  // Learner wall-clock so far, so budgets carry over.
+  double best_eval = -INFINITY;
+};
+
+class DqnUpdater {
+ public:
+  DqnUpdater(const UpdaterOptions& options, torch::Device device);
+
+  // Loss and gradients of `batch`; the loss is divided by `normaliser` (the
+  // global batch size, so summing gradients across ranks gives the mean).
+  DqnLoss ComputeGradients(const DqnBatch& batch, double normaliser);
+  // Flat gradient buffer of num_parameters() floats; zeros when !have_gradients.
+  void PackGradients(bool have_gradients, float* out);
+  void UnpackGradients(const float* in);
+  // Clipped Adam step; copies online -> target every target_update_period.
+  void ApplyGradients();
+
+  // Sum of all parameters in double: equal on every rank while they agree.
+  double ParameterChecksum();
+  int64_t num_parameters() { return models::ParameterCount(*online_); }
+  int64_t updates() const { return updates_; }
+  models::QNetwork& online() { return online_; }
+  models::QNetwork& target() { return target_; }
+  const UpdaterOptions& options() const { return options_; }
+
+  Status SaveCheckpoint(const std::string& path, const RunCounters& counters);
+  Status LoadCheckpoint(const std::string& path, RunCounters* counters);
+
+ private:
+  UpdaterOptions options_;
+  torch::Device device_;
+  models::QNetwork online_;
+  models::QNetwork target_;
+  torch::optim::Adam optimizer_;
+  int64_t updates_ = 0;
+};
+
+// The newest checkpoint in `dir` that loads into `updater` (files
+// learner-<updates>.pt), falling back to older ones; NotFound if none does.
+Result<std::string> LoadNewestCheckpoint(const std::string& dir, DqnUpdater* updater,
+                                         RunCounters* counters);
+// Checkpoint path for the updater's current update count; keeps the newest `keep` files.
+std::string CheckpointPath(const std::string& dir, int64_t updates);
+void PruneCheckpoints(const std::string& dir, int keep);
+
+}  // namespace ferry::learner
+
+#endif  // FERRY_LEARNER_DQN_UPDATER_H_

@@ -1,0 +1,163 @@
+// A learner stopped and resumed from its checkpoint continues exactly as if it
+// had never stopped, given the same batches.
+#include <torch/torch.h>
+// After LibTorch: the glog it includes defines CHECK too, and doctest's must win.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "learner/dqn_updater.h"
+
+namespace ferry::learner {
+namespace {
+
+namespace fs = std::filesystem;
+
+UpdaterOptions SmallOptions() {
+  UpdaterOptions o;
+  o.obs_dim = 4;
+  o.num_actions = 2;
+  o.hidden = {16, 16};
+  o.learning_rate = 1e-2;
+  o.target_update_period = 3;
+  return o;
+}
+
+std::vector<DqnBatch> Batches(int count) {
+  torch::manual_seed(123);
+  std::vector<DqnBatch> batches;
+  for (int i = 0; i < count; ++i) {
+    DqnBatch b;
+    b.obs = torch::randn({32, 4});
+    b.next_obs = torch::randn({32, 4});
+    b.action = torch::randint(0, 2, {32}, torch::kInt64);
+    b.reward = torch::randn({32});
+    b.discount = torch::full({32}, 0.97f);
+    b.weights = torch::rand({32});
+    batches.push_back(b);
+  }
+  return batches;
+}
+
+void Train(DqnUpdater& updater, const std::vector<DqnBatch>& batches, size_t from, size_t to) {
+  std::vector<float> grads(updater.num_parameters());
+  for (size_t i = from; i < to; ++i) {
+    updater.ComputeGradients(batches[i], /*normaliser=*/32);
+    updater.PackGradients(true, grads.data());
+    updater.UnpackGradients(grads.data());
+    updater.ApplyGradients();
+  }
+}
+
+bool SameParameters(models::QNetwork& a, models::QNetwork& b) {
+  auto pa = a->parameters();
+  auto pb = b->parameters();
+  for (size_t i = 0; i < pa.size(); ++i) {
+    if (!torch::equal(pa[i], pb[i])) return false;
+  }
+  return true;
+}
+
+fs::path TempDir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("ferry-ckpt-" + name + "-" +
+                                                    std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+TEST_CASE("a resumed learner matches an uninterrupted one bit for bit") {
+  const auto batches = Batches(20);
+  torch::manual_seed(7);
+  DqnUpdater uninterrupted(SmallOptions(), torch::kCPU);
+  Train(uninterrupted, batches, 0, 20);
+
+  const fs::path dir = TempDir("resume");
+  torch::manual_seed(7);
+  DqnUpdater first(SmallOptions(), torch::kCPU);
+  Train(first, batches, 0, 10);
+  RunCounters counters{/*env_steps=*/1234, /*elapsed_seconds=*/5.5, /*best_eval=*/42.0};
+  REQUIRE(first.SaveCheckpoint(CheckpointPath(dir.string(), first.updates()), counters).ok());
+
+  torch::manual_seed(99);  // Different initial weights: everything must come from the file.
+  DqnUpdater resumed(SmallOptions(), torch::kCPU);
+  CHECK_FALSE(SameParameters(resumed.online(), first.online()));
+  RunCounters restored;
+  auto path = LoadNewestCheckpoint(dir.string(), &resumed, &restored);
+  REQUIRE(path.ok());
+  CHECK(resumed.updates() == 10);
+  CHECK(restored.env_steps == 1234);
+  CHECK(restored.elapsed_seconds == 5.5);
+  CHECK(restored.best_eval == 42.0);
+  Train(resumed, batches, 10, 20);
+  CHECK(resumed.updates() == uninterrupted.updates());
+  CHECK(SameParameters(resumed.online(), uninterrupted.online()));
+  CHECK(SameParameters(resumed.target(), uninterrupted.target()));
+  CHECK(resumed.ParameterChecksum() == uninterrupted.ParameterChecksum());
+  fs::remove_all(dir);
+}
+
+TEST_CASE("without the optimizer state a resumed learner would diverge") {
+  // Guards the test above: Adam's moments matter, so a checkpoint of weights
+  // alone could not pass it.
+  const auto batches = Batches(20);
+  torch::manual_seed(7);
+  DqnUpdater uninterrupted(SmallOptions(), torch::kCPU);
+  Train(uninterrupted, batches, 0, 20);
+  torch::manual_seed(7);
+  DqnUpdater fresh_optimizer(SmallOptions(), torch::kCPU);
+  Train(fresh_optimizer, batches, 0, 10);
+  DqnUpdater copy(SmallOptions(), torch::kCPU);
+  models::CopyParameters(*fresh_optimizer.online(), *copy.online());
+  models::CopyParameters(*fresh_optimizer.target(), *copy.target());
+  Train(copy, batches, 10, 20);
+  CHECK_FALSE(SameParameters(copy.online(), uninterrupted.online()));
+}
+
+TEST_CASE("a corrupt newest checkpoint falls back to the previous one") {
+  const fs::path dir = TempDir("fallback");
+  const auto batches = Batches(4);
+  torch::manual_seed(7);
+  DqnUpdater updater(SmallOptions(), torch::kCPU);
+  Train(updater, batches, 0, 2);
+  REQUIRE(updater.SaveCheckpoint(CheckpointPath(dir.string(), 2), {}).ok());
+  Train(updater, batches, 2, 4);
+  const std::string newest = CheckpointPath(dir.string(), 4);
+  REQUIRE(updater.SaveCheckpoint(newest, {}).ok());
+  std::ofstream(newest, std::ios::binary | std::ios::trunc) << "not a checkpoint";
+
+  DqnUpdater resumed(SmallOptions(), torch::kCPU);
+  RunCounters counters;
+  auto path = LoadNewestCheckpoint(dir.string(), &resumed, &counters);
+  REQUIRE(path.ok());
+  CHECK(*path == CheckpointPath(dir.string(), 2));
+  CHECK(resumed.updates() == 2);
+
+  PruneCheckpoints(dir.string(), /*keep=*/1);
+  CHECK_FALSE(fs::exists(CheckpointPath(dir.string(), 2)));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a checkpoint of another architecture or an empty directory is refused") {
+  const fs::path dir = TempDir("refuse");
+  DqnUpdater none(SmallOptions(), torch::kCPU);
+  RunCounters counters;
+  auto missing = LoadNewestCheckpoint(dir.string(), &none, &counters);
+  CHECK(missing.status().code() == StatusCode::kNotFound);
+  CHECK(missing.status().message().find(dir.string()) != std::string::npos);
+
+  UpdaterOptions wide = SmallOptions();
+  wide.hidden = {32};
+  DqnUpdater other(wide, torch::kCPU);
+  const std::string path = CheckpointPath(dir.string(), 0);
+  REQUIRE(other.SaveCheckpoint(path, {}).ok());
+  const Status loaded = none.LoadCheckpoint(path, &counters);
+  CHECK(loaded.code() == StatusCode::kDataLoss);
+  CHECK(loaded.message().find(path) != std::string::npos);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ferry::learner
