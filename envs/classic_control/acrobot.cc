@@ -78,26 +78,23 @@ double Wrap(double x, double low, double high) {
 }  // namespace
 
 AcrobotEnv::AcrobotEnv(uint64_t seed)
-    : rng_(seed),
-      observation_space_(Space::Box(
-          {6},
-          {-1.f, -1.f, -1.f, -1.f, -static_cast<float>(kMaxVel1), -static_cast<float>(kMaxVel2)},
-          {1.f, 1.f, 1.f, 1.f, static_cast<float>(kMaxVel1), static_cast<float>(kMaxVel2)})),
-      action_space_(Space::Discrete(3)) {}
+    : TimeLimitedEnv(seed,
+                     Space::Box({6},
+                                {-1.f, -1.f, -1.f, -1.f, -static_cast<float>(kMaxVel1),
+                                 -static_cast<float>(kMaxVel2)},
+                                {1.f, 1.f, 1.f, 1.f, static_cast<float>(kMaxVel1),
+                                 static_cast<float>(kMaxVel2)}),
+                     Space::Discrete(3), kMaxEpisodeSteps) {}
 
-void AcrobotEnv::Reset(float* obs) {
+void AcrobotEnv::ResetState(std::mt19937_64& rng) {
   // Gymnasium stores the initial state as float32; rounding the same way keeps
   // trajectories comparable with it.
   for (double& x : state_) {
-    x = static_cast<float>(internal::UniformReal(rng_, -kResetBound, kResetBound));
+    x = static_cast<float>(internal::UniformReal(rng, -kResetBound, kResetBound));
   }
-  elapsed_steps_ = 0;
-  needs_reset_ = false;
-  WriteObservation(obs);
 }
 
-StepResult AcrobotEnv::Step(const float* action, float* obs) {
-  FERRY_CHECK(!needs_reset_);
+AcrobotEnv::Outcome AcrobotEnv::Advance(const float* action) {
   const double torque = kTorques[internal::DiscreteActionIndex(action[0], 3)];
   State next = Rk4(state_, torque);
   next[0] = Wrap(next[0], -kPi, kPi);
@@ -106,22 +103,15 @@ StepResult AcrobotEnv::Step(const float* action, float* obs) {
   next[3] = std::clamp(next[3], -kMaxVel2, kMaxVel2);
   state_ = next;
 
-  StepResult result;
-  result.terminated = -std::cos(state_[0]) - std::cos(state_[1] + state_[0]) > 1.0;
-  result.reward = result.terminated ? 0.f : -1.f;
-  result.truncated = ++elapsed_steps_ >= kMaxEpisodeSteps;
-  needs_reset_ = result.terminated || result.truncated;
-  WriteObservation(obs);
-  return result;
+  const bool terminated = -std::cos(state_[0]) - std::cos(state_[1] + state_[0]) > 1.0;
+  return {.reward = terminated ? 0.f : -1.f, .terminated = terminated};
 }
 
 void AcrobotEnv::SetState(const State& state, int elapsed_steps) {
   FERRY_CHECK(std::abs(state[0]) <= kPi && std::abs(state[1]) <= kPi);
   FERRY_CHECK(std::abs(state[2]) <= kMaxVel1 && std::abs(state[3]) <= kMaxVel2);
-  FERRY_CHECK(elapsed_steps >= 0 && elapsed_steps < kMaxEpisodeSteps);
   state_ = state;
-  elapsed_steps_ = elapsed_steps;
-  needs_reset_ = false;
+  ResumeEpisode(elapsed_steps);
 }
 
 void AcrobotEnv::WriteObservation(float* obs) const {

@@ -32,20 +32,16 @@ Space ObservationSpace() {
 }  // namespace
 
 CartPoleEnv::CartPoleEnv(uint64_t seed)
-    : rng_(seed), observation_space_(ObservationSpace()), action_space_(Space::Discrete(2)) {}
+    : TimeLimitedEnv(seed, ObservationSpace(), Space::Discrete(2), kMaxEpisodeSteps) {}
 
-void CartPoleEnv::Reset(float* obs) {
-  state_.x = internal::UniformReal(rng_, -kResetBound, kResetBound);
-  state_.x_dot = internal::UniformReal(rng_, -kResetBound, kResetBound);
-  state_.theta = internal::UniformReal(rng_, -kResetBound, kResetBound);
-  state_.theta_dot = internal::UniformReal(rng_, -kResetBound, kResetBound);
-  elapsed_steps_ = 0;
-  needs_reset_ = false;
-  WriteObservation(obs);
+void CartPoleEnv::ResetState(std::mt19937_64& rng) {
+  state_.x = internal::UniformReal(rng, -kResetBound, kResetBound);
+  state_.x_dot = internal::UniformReal(rng, -kResetBound, kResetBound);
+  state_.theta = internal::UniformReal(rng, -kResetBound, kResetBound);
+  state_.theta_dot = internal::UniformReal(rng, -kResetBound, kResetBound);
 }
 
-StepResult CartPoleEnv::Step(const float* action, float* obs) {
-  FERRY_CHECK(!needs_reset_);
+CartPoleEnv::Outcome CartPoleEnv::Advance(const float* action) {
   const double force = internal::DiscreteActionIndex(action[0], 2) == 1 ? kForceMag : -kForceMag;
   auto& [x, x_dot, theta, theta_dot] = state_;
   const double cos_theta = std::cos(theta);
@@ -62,23 +58,16 @@ StepResult CartPoleEnv::Step(const float* action, float* obs) {
   theta += kTau * theta_dot;
   theta_dot += kTau * theta_acc;
 
-  StepResult result;
-  result.reward = 1.f;
-  result.terminated =
+  const bool terminated =
       x < -kXThreshold || x > kXThreshold || theta < -kThetaThreshold || theta > kThetaThreshold;
-  result.truncated = ++elapsed_steps_ >= kMaxEpisodeSteps;
-  needs_reset_ = result.terminated || result.truncated;
-  WriteObservation(obs);
-  return result;
+  return {.reward = 1.f, .terminated = terminated};
 }
 
 void CartPoleEnv::SetState(const State& state, int elapsed_steps) {
   FERRY_CHECK(std::isfinite(state.x) && std::isfinite(state.x_dot) && std::isfinite(state.theta) &&
               std::isfinite(state.theta_dot));
-  FERRY_CHECK(elapsed_steps >= 0 && elapsed_steps < kMaxEpisodeSteps);
   state_ = state;
-  elapsed_steps_ = elapsed_steps;
-  needs_reset_ = false;
+  ResumeEpisode(elapsed_steps);
 }
 
 void CartPoleEnv::WriteObservation(float* obs) const {

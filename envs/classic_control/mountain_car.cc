@@ -18,22 +18,18 @@ constexpr double kGravity = 0.0025;
 }  // namespace
 
 MountainCarEnv::MountainCarEnv(uint64_t seed)
-    : rng_(seed),
-      observation_space_(
+    : TimeLimitedEnv(
+          seed,
           Space::Box({2}, {static_cast<float>(kMinPosition), -static_cast<float>(kMaxSpeed)},
-                     {static_cast<float>(kMaxPosition), static_cast<float>(kMaxSpeed)})),
-      action_space_(Space::Discrete(3)) {}
+                     {static_cast<float>(kMaxPosition), static_cast<float>(kMaxSpeed)}),
+          Space::Discrete(3), kMaxEpisodeSteps) {}
 
-void MountainCarEnv::Reset(float* obs) {
-  state_.position = internal::UniformReal(rng_, -0.6, -0.4);
+void MountainCarEnv::ResetState(std::mt19937_64& rng) {
+  state_.position = internal::UniformReal(rng, -0.6, -0.4);
   state_.velocity = 0.0;
-  elapsed_steps_ = 0;
-  needs_reset_ = false;
-  WriteObservation(obs);
 }
 
-StepResult MountainCarEnv::Step(const float* action, float* obs) {
-  FERRY_CHECK(!needs_reset_);
+MountainCarEnv::Outcome MountainCarEnv::Advance(const float* action) {
   const int push = internal::DiscreteActionIndex(action[0], 3) - 1;
   auto& [position, velocity] = state_;
   velocity += push * kForce + std::cos(3 * position) * (-kGravity);
@@ -42,22 +38,14 @@ StepResult MountainCarEnv::Step(const float* action, float* obs) {
   position = std::clamp(position, kMinPosition, kMaxPosition);
   if (position == kMinPosition && velocity < 0) velocity = 0;
 
-  StepResult result;
-  result.reward = -1.f;
-  result.terminated = position >= kGoalPosition && velocity >= kGoalVelocity;
-  result.truncated = ++elapsed_steps_ >= kMaxEpisodeSteps;
-  needs_reset_ = result.terminated || result.truncated;
-  WriteObservation(obs);
-  return result;
+  return {.reward = -1.f, .terminated = position >= kGoalPosition && velocity >= kGoalVelocity};
 }
 
 void MountainCarEnv::SetState(const State& state, int elapsed_steps) {
   FERRY_CHECK(state.position >= kMinPosition && state.position <= kMaxPosition);
   FERRY_CHECK(std::abs(state.velocity) <= kMaxSpeed);
-  FERRY_CHECK(elapsed_steps >= 0 && elapsed_steps < kMaxEpisodeSteps);
   state_ = state;
-  elapsed_steps_ = elapsed_steps;
-  needs_reset_ = false;
+  ResumeEpisode(elapsed_steps);
 }
 
 void MountainCarEnv::WriteObservation(float* obs) const {

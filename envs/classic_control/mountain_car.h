@@ -12,11 +12,11 @@
 #include <cstdint>
 #include <random>
 
-#include "envs/env.h"
+#include "envs/time_limited_env.h"
 
 namespace ferry::envs::classic_control {
 
-class MountainCarEnv final : public Env {
+class MountainCarEnv final : public TimeLimitedEnv {
  public:
   static constexpr int kMaxEpisodeSteps = 200;
 
@@ -27,25 +27,17 @@ class MountainCarEnv final : public Env {
 
   explicit MountainCarEnv(uint64_t seed);
 
-  const Space& observation_space() const override { return observation_space_; }
-  const Space& action_space() const override { return action_space_; }
-  void Reset(float* obs) override;
-  StepResult Step(const float* action, float* obs) override;
-
   // Continues the current episode from `state` as if `elapsed_steps` steps had
   // been taken, so tests can start from chosen states. The state must be one
   // a step can produce: position in [-1.2, 0.6], velocity in [-0.07, 0.07].
   void SetState(const State& state, int elapsed_steps = 0);
 
  private:
-  void WriteObservation(float* obs) const;
+  void ResetState(std::mt19937_64& rng) override;
+  Outcome Advance(const float* action) override;
+  void WriteObservation(float* obs) const override;
 
-  std::mt19937_64 rng_;
-  Space observation_space_;
-  Space action_space_;
   State state_;
-  int elapsed_steps_ = 0;
-  bool needs_reset_ = true;
 };
 
 }  // namespace ferry::envs::classic_control

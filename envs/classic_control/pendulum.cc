@@ -27,22 +27,19 @@ double NormalizeAngle(double x) {
 }  // namespace
 
 PendulumEnv::PendulumEnv(uint64_t seed)
-    : rng_(seed),
-      observation_space_(Space::Box({3}, {-1.f, -1.f, -static_cast<float>(kMaxSpeed)},
-                                    {1.f, 1.f, static_cast<float>(kMaxSpeed)})),
-      action_space_(
-          Space::Box({1}, {-static_cast<float>(kMaxTorque)}, {static_cast<float>(kMaxTorque)})) {}
+    : TimeLimitedEnv(
+          seed,
+          Space::Box({3}, {-1.f, -1.f, -static_cast<float>(kMaxSpeed)},
+                     {1.f, 1.f, static_cast<float>(kMaxSpeed)}),
+          Space::Box({1}, {-static_cast<float>(kMaxTorque)}, {static_cast<float>(kMaxTorque)}),
+          kMaxEpisodeSteps) {}
 
-void PendulumEnv::Reset(float* obs) {
-  state_.theta = internal::UniformReal(rng_, -kPi, kPi);
-  state_.theta_dot = internal::UniformReal(rng_, -1.0, 1.0);
-  elapsed_steps_ = 0;
-  needs_reset_ = false;
-  WriteObservation(obs);
+void PendulumEnv::ResetState(std::mt19937_64& rng) {
+  state_.theta = internal::UniformReal(rng, -kPi, kPi);
+  state_.theta_dot = internal::UniformReal(rng, -1.0, 1.0);
 }
 
-StepResult PendulumEnv::Step(const float* action, float* obs) {
-  FERRY_CHECK(!needs_reset_);
+PendulumEnv::Outcome PendulumEnv::Advance(const float* action) {
   const double u =
       std::isnan(action[0]) ? 0.0 : std::clamp<double>(action[0], -kMaxTorque, kMaxTorque);
   auto& [theta, theta_dot] = state_;
@@ -58,20 +55,13 @@ StepResult PendulumEnv::Step(const float* action, float* obs) {
   theta += new_theta_dot * kDt;
   theta_dot = new_theta_dot;
 
-  StepResult result;
-  result.reward = static_cast<float>(-cost);
-  result.truncated = ++elapsed_steps_ >= kMaxEpisodeSteps;
-  needs_reset_ = result.truncated;
-  WriteObservation(obs);
-  return result;
+  return {.reward = static_cast<float>(-cost), .terminated = false};
 }
 
 void PendulumEnv::SetState(const State& state, int elapsed_steps) {
   FERRY_CHECK(std::isfinite(state.theta) && std::abs(state.theta_dot) <= kMaxSpeed);
-  FERRY_CHECK(elapsed_steps >= 0 && elapsed_steps < kMaxEpisodeSteps);
   state_ = state;
-  elapsed_steps_ = elapsed_steps;
-  needs_reset_ = false;
+  ResumeEpisode(elapsed_steps);
 }
 
 void PendulumEnv::WriteObservation(float* obs) const {

@@ -13,11 +13,11 @@
 #include <cstdint>
 #include <random>
 
-#include "envs/env.h"
+#include "envs/time_limited_env.h"
 
 namespace ferry::envs::classic_control {
 
-class PendulumEnv final : public Env {
+class PendulumEnv final : public TimeLimitedEnv {
  public:
   static constexpr int kMaxEpisodeSteps = 200;
 
@@ -28,25 +28,17 @@ class PendulumEnv final : public Env {
 
   explicit PendulumEnv(uint64_t seed);
 
-  const Space& observation_space() const override { return observation_space_; }
-  const Space& action_space() const override { return action_space_; }
-  void Reset(float* obs) override;
-  StepResult Step(const float* action, float* obs) override;
-
   // Continues the current episode from `state` as if `elapsed_steps` steps had
   // been taken, so tests can start from chosen states. theta must be finite
   // and |theta_dot| <= 8.
   void SetState(const State& state, int elapsed_steps = 0);
 
  private:
-  void WriteObservation(float* obs) const;
+  void ResetState(std::mt19937_64& rng) override;
+  Outcome Advance(const float* action) override;
+  void WriteObservation(float* obs) const override;
 
-  std::mt19937_64 rng_;
-  Space observation_space_;
-  Space action_space_;
   State state_;
-  int elapsed_steps_ = 0;
-  bool needs_reset_ = true;
 };
 
 }  // namespace ferry::envs::classic_control
