@@ -4,14 +4,17 @@
 //   ferry replay --config CONFIG --shard K               one replay shard
 //   ferry paramserver --config CONFIG                    the parameter server
 //   ferry actor --config CONFIG --id I                   one actor process
-//   ferry learner --config CONFIG                        one rank (under mpirun)
+//   ferry run --resume RUN_DIR                           continue a stopped run
+//   ferry learner --config CONFIG [--resume]             one rank (under mpirun)
 //   ferry envs                                           registered environments
+//   ferry inspect TARGET [--json] [--watch [S]] ...      a replay shard or snapshot file
 #include <mpi.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -27,6 +30,7 @@
 #include "launch/supervisor.h"
 #include "learner/apex_dqn.h"
 #include "paramserver/server.h"
+#include "replay/inspect.h"
 #include "replay/shard.h"
 
 namespace {
@@ -39,11 +43,17 @@ constexpr const char* kUsage =
     "commands:\n"
     "  run CONFIG [--set key.path=value]... [--dry-run]\n"
     "                      start the whole topology on this machine and supervise it\n"
+    "  run --resume RUN_DIR  continue a run from its checkpoints and snapshots\n"
     "  replay --config CONFIG --shard K      serve replay shard K\n"
     "  paramserver --config CONFIG           serve the latest weights\n"
     "  actor --config CONFIG --id I          run actor I\n"
-    "  learner --config CONFIG               run one learner rank (start with mpirun)\n"
+    "  learner --config CONFIG [--resume]    run one learner rank (start with mpirun)\n"
     "  envs                                  list registered environments\n"
+    "  inspect TARGET [--json] [--watch [S]] [--count N] [--top K] [--sample N] [--timeout S]\n"
+    "                      report on a replay shard (tcp://HOST:PORT) or a snapshot file;\n"
+    "                      --watch refreshes every S seconds (default 2) until Ctrl-C or\n"
+    "                      N reports, --top lists K items at each end (default 5), --sample\n"
+    "                      decodes N stored items, --timeout waits S for a shard (default 3)\n"
     "\n"
     "Every role takes --set key.path=value overrides after the config.\n"
     "Exit codes of run and learner: 0 target return reached, 2 budget exhausted, 1 error.\n";
@@ -57,6 +67,7 @@ struct Args {
   std::vector<std::string> overrides;
   int index = -1;  // --shard or --id.
   bool dry_run = false;
+  bool resume = false;
 };
 
 bool ParseInt(const std::string& text, int* out) {
@@ -97,6 +108,13 @@ bool ParseArgs(int argc, char** argv, Args* args) {
       }
     } else if (a == "--dry-run") {
       args->dry_run = true;
+    } else if (a == "--resume" && args->command == "run") {
+      const char* v = value("--resume");
+      if (!v) return false;
+      args->resume = true;
+      args->config = std::string(v) + "/config.yaml";
+    } else if (a == "--resume") {
+      args->resume = true;
     } else if (args->command == "run" && args->config.empty() && a.rfind("--", 0) != 0) {
       args->config = a;
     } else {
@@ -105,6 +123,53 @@ bool ParseArgs(int argc, char** argv, Args* args) {
       return false;
     }
   }
+  return true;
+}
+
+bool ParseSeconds(const std::string& text, double* out) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(v) || v <= 0) return false;
+  *out = v;
+  return true;
+}
+
+// ferry inspect's own flags; returns false (after printing why) on a usage error.
+bool ParseInspectArgs(int argc, char** argv, ferry::replay::InspectOptions* options) {
+  auto usage = [](const std::string& why) {
+    std::fprintf(stderr, "ferry inspect: %s\n%s", why.c_str(), kUsage);
+    return false;
+  };
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    const std::string next = i + 1 < argc ? argv[i + 1] : "";
+    int count = 0;
+    if (a == "--json") {
+      options->json = true;
+    } else if (a == "--watch") {
+      options->watch_seconds = 2;
+      if (ParseSeconds(next, &options->watch_seconds)) ++i;
+    } else if (a == "--timeout") {
+      if (!ParseSeconds(next, &options->timeout_seconds)) {
+        return usage("--timeout needs a positive number of seconds");
+      }
+      ++i;
+    } else if (a == "--count" || a == "--top" || a == "--sample") {
+      if (!ParseInt(next, &count)) return usage(a + " needs a non-negative integer");
+      ++i;
+      if (a == "--count") options->count = count;
+      if (a == "--top") options->top_k = static_cast<uint32_t>(count);
+      if (a == "--sample") options->sample_count = static_cast<uint32_t>(count);
+    } else if (options->target.empty() && a.rfind("--", 0) != 0) {
+      options->target = a;
+    } else {
+      return usage("unknown argument '" + a + "'");
+    }
+  }
+  if (options->target.empty()) {
+    return usage("which shard or snapshot? e.g. ferry inspect tcp://127.0.0.1:5550");
+  }
+  if (options->count > 0 && options->watch_seconds <= 0) return usage("--count needs --watch");
   return true;
 }
 
@@ -142,16 +207,36 @@ int RunReplay(const Args& args, const Config& config) {
   options.schema = ferry::core::TransitionSchema((*probe)->observation_space().flat_size(),
                                                  /*discrete_actions=*/true, 1);
   options.capacity = config.replay.capacity;
+  if (config.replay.capacity_bytes > 0) {
+    options.capacity =
+        config.replay.capacity_bytes / static_cast<int64_t>(options.schema.row_bytes());
+    if (options.capacity < 1) {
+      return Fail(ferry::InvalidArgument(
+          "replay.capacity_bytes: " + std::to_string(config.replay.capacity_bytes) +
+          " bytes hold no transition of " + std::to_string(options.schema.row_bytes()) +
+          " bytes; raise it or set it to 0 to use replay.capacity"));
+    }
+  }
   options.alpha = config.replay.alpha;
+  auto selector = ferry::replay::ParseSelectorKind(config.replay.selector);
+  if (!selector.ok()) return Fail(selector.status());
+  options.selector = *selector;
   options.min_size_to_sample = config.replay.min_size_to_sample;
   options.samples_per_insert = config.replay.samples_per_insert;
   options.samples_per_insert_tolerance = config.replay.samples_per_insert_tolerance;
   options.seed = config.seed * 31337ull + args.index;
+  options.snapshot_dir = config.replay.snapshot_dir;
+  if (options.snapshot_dir.empty()) {
+    options.snapshot_dir = config.run.dir.empty() ? "snapshots" : config.run.dir + "/snapshots";
+  }
+  options.snapshot_period_seconds = config.replay.snapshot_period_seconds;
   zmq::context_t context(1);
   ferry::replay::ShardServer shard(context, options);
   if (auto s = shard.Bind(); !s.ok()) return Fail(s);
-  ferry::core::Log("serving %s (capacity %lld, alpha %.2f, schema %s)", options.endpoint.c_str(),
-                   static_cast<long long>(options.capacity), options.alpha,
+  if (auto s = shard.Restore(); !s.ok()) return Fail(s);
+  ferry::core::Log("serving %s (capacity %lld, selector %s, alpha %.2f, schema %s)",
+                   options.endpoint.c_str(), static_cast<long long>(options.capacity),
+                   ferry::replay::SelectorKindName(options.selector), options.alpha,
                    options.schema.ToString().c_str());
   shard.Serve(g_stop);
   const auto stats = shard.Stats();
@@ -188,10 +273,10 @@ int RunActorRole(const Args& args, const Config& config) {
   return s.ok() ? 0 : Fail(s);
 }
 
-int RunLearnerRole(const Config& config) {
+int RunLearnerRole(const Args& args, const Config& config) {
   int provided = 0;
   MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
-  auto end = ferry::learner::RunLearner(config, g_stop);
+  auto end = ferry::learner::RunLearner(config, args.resume, g_stop);
   if (!end.ok()) {
     ferry::core::Log("error: %s", end.status().message().c_str());
     MPI_Abort(MPI_COMM_WORLD, 1);  // The other ranks would wait in the allreduce forever.
@@ -226,6 +311,12 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 1 : 0;
   }
+  if (std::strcmp(argv[1], "inspect") == 0) {
+    ferry::replay::InspectOptions options;
+    if (!ParseInspectArgs(argc, argv, &options)) return 1;
+    signal(SIGINT, OnSignal);
+    return ferry::replay::RunInspect(options, g_stop);
+  }
   Args args;
   if (!ParseArgs(argc, argv, &args)) return 1;
   if (args.command == "envs") return ListEnvs();
@@ -235,7 +326,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     return ferry::launch::RunTopology({args.config, args.overrides, SelfPath(argv[0]),
-                                       args.dry_run});
+                                       args.dry_run, args.resume});
   }
   signal(SIGINT, OnSignal);
   signal(SIGTERM, OnSignal);
@@ -243,7 +334,7 @@ int main(int argc, char** argv) {
   if (args.command == "replay") return Load(args, &config) ? RunReplay(args, config) : 1;
   if (args.command == "paramserver") return Load(args, &config) ? RunParamServer(config) : 1;
   if (args.command == "actor") return Load(args, &config) ? RunActorRole(args, config) : 1;
-  if (args.command == "learner") return Load(args, &config) ? RunLearnerRole(config) : 1;
+  if (args.command == "learner") return Load(args, &config) ? RunLearnerRole(args, config) : 1;
   std::fprintf(stderr, "ferry: unknown command '%s'\n%s", args.command.c_str(), kUsage);
   return 1;
 }

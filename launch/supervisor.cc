@@ -100,6 +100,10 @@ std::optional<std::string> JsonText(const std::string& line, const std::string& 
 struct Progress {
   double env_steps = 0, env_steps_per_s = 0, updates = 0, updates_per_s = 0;
   double last_eval = NAN, best_eval = NAN;
+  // Where the learner's time went since the previous record: waiting for
+  // replay (the rate limiter or the shards), in the allreduce, computing.
+  double replay_share = 0, allreduce_share = 0, compute_share = 0;
+  double rate_limited_share = 0;  // Of the sampling thread's time, held by rate limiters.
   std::string end;
 
   void Read(const std::string& line) {
@@ -111,17 +115,44 @@ struct Progress {
       last_eval = *v;
       if (std::isnan(best_eval) || *v > best_eval) best_eval = *v;
     }
+    const auto replay = JsonNumber(line, "wait_replay_s");
+    const auto allreduce = JsonNumber(line, "allreduce_s");
+    const auto compute = JsonNumber(line, "compute_s");
+    if (replay && allreduce && compute) {
+      const double d_replay = *replay - replay_s_, d_allreduce = *allreduce - allreduce_s_,
+                   d_compute = *compute - compute_s_;
+      const double total = d_replay + d_allreduce + d_compute;
+      if (total > 0) {
+        replay_share = d_replay / total;
+        allreduce_share = d_allreduce / total;
+        compute_share = d_compute / total;
+        if (auto limited = JsonNumber(line, "rate_limited_s")) {
+          rate_limited_share = std::min(1.0, (*limited - rate_limited_s_) / total);
+          rate_limited_s_ = *limited;
+        }
+      }
+      replay_s_ = *replay;
+      allreduce_s_ = *allreduce;
+      compute_s_ = *compute;
+    }
     if (auto v = JsonText(line, "end")) end = *v;
   }
 
   std::string Line(double elapsed) const {
-    char buf[256];
+    char buf[320];
     std::snprintf(buf, sizeof(buf),
-                  "[%6.1fs] env steps %9.0f (%7.0f/s)  updates %7.0f (%6.1f/s)  eval return %s",
+                  "[%6.1fs] env steps %9.0f (%7.0f/s)  updates %7.0f (%6.1f/s)  eval return %s"
+                  "  | learner: replay %2.0f%% allreduce %2.0f%% compute %2.0f%%%s",
                   elapsed, env_steps, env_steps_per_s, updates, updates_per_s,
-                  std::isnan(last_eval) ? "-" : std::to_string(last_eval).substr(0, 6).c_str());
+                  std::isnan(last_eval) ? "-" : std::to_string(last_eval).substr(0, 6).c_str(),
+                  100 * replay_share, 100 * allreduce_share, 100 * compute_share,
+                  rate_limited_share > 0.1 ? " (rate-limited)" : "");
     return buf;
   }
+
+ private:
+  // Cumulative seconds in the last record.
+  double replay_s_ = 0, allreduce_s_ = 0, compute_s_ = 0, rate_limited_s_ = 0;
 };
 
 class MetricsTail {

@@ -174,7 +174,7 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
 
   const double start = core::NowSeconds() - counters.elapsed_seconds;
   double last_eval = NAN;
-  double wait_replay = 0, wait_allreduce = 0, compute = 0;
+  double wait_replay = 0, wait_allreduce = 0, compute = 0, rate_limited = 0;
   double last_report = core::NowSeconds();
   double last_checkpoint = last_report;
   int64_t updates_at_report = updater.updates(), steps_at_report = counters.env_steps;
@@ -194,6 +194,7 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
     float local_loss = 0;
     if (have_data) {
       counters.env_steps = sampled->inserted_total;
+      rate_limited += sampled->wait_seconds;
       replay_size = sampled->global_size;
       lag = MedianLag(*sampled, updater.updates());
       DqnLoss loss = updater.ComputeGradients(ToTensors(*sampled, obs_dim, device),
@@ -315,6 +316,7 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
                         .Add("wait_replay_s", wait_replay)
                         .Add("allreduce_s", wait_allreduce)
                         .Add("compute_s", compute)
+                        .Add("rate_limited_s", rate_limited)
                         .Add("last_eval_return", last_eval));
       last_report = now;
       updates_at_report = updates;

@@ -1,5 +1,7 @@
 #include "replay/rate_limiter.h"
 
+#include "core/status.h"
+
 namespace ferry::replay {
 
 RateLimiter::RateLimiter(double samples_per_insert, int64_t min_size_to_sample, double tolerance)
@@ -14,6 +16,12 @@ bool RateLimiter::CanInsert(int64_t size) const {
 
 bool RateLimiter::CanSample(int64_t size) const {
   return size >= min_size_to_sample_ && diff() >= min_diff_;
+}
+
+void RateLimiter::Restore(int64_t inserts, int64_t samples) {
+  FERRY_CHECK(inserts >= 0 && samples >= 0);
+  inserts_ = inserts;
+  samples_ = samples;
 }
 
 }  // namespace ferry::replay

@@ -26,6 +26,8 @@ class RateLimiter {
 
   int64_t inserts() const { return inserts_; }
   int64_t samples() const { return samples_; }
+  // Sets the counters from a snapshot; both must be >= 0.
+  void Restore(int64_t inserts, int64_t samples);
 
  private:
   double diff() const { return static_cast<double>(inserts_) * samples_per_insert_ - samples_; }

@@ -25,10 +25,11 @@ bool SameBatch(const Message& a, const Message& b) {
 ShardServer::ShardServer(zmq::context_t& context, ShardOptions options)
     : options_(std::move(options)),
       socket_(context, zmq::socket_type::router),
-      table_(options_.schema, options_.capacity, options_.alpha),
+      table_(options_.schema, options_.capacity, options_.alpha, options_.selector),
       limiter_(options_.samples_per_insert, options_.min_size_to_sample,
                options_.samples_per_insert_tolerance),
-      rng_(options_.seed) {
+      rng_(options_.seed),
+      snapshots_(options_.snapshot_dir, options_.shard_id, options_.snapshot_period_seconds) {
   socket_.set(zmq::sockopt::linger, 0);
   // Bounded by the largest legal insert, so an oversized message is dropped by
   // ZeroMQ before it is allocated.
@@ -50,10 +51,23 @@ Status ShardServer::Bind() {
   return Status::Ok();
 }
 
+Status ShardServer::Restore() {
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  FERRY_RETURN_IF_ERROR(snapshots_.Restore(&table_, &dedup_, &limiter_, &stats_));
+  stats_.mass = Mass();
+  stats_.resident_bytes = table_.resident_bytes();
+  return Status::Ok();
+}
+
+ShardView ShardServer::View() const {
+  return ShardView{&table_, &dedup_, &limiter_, CountersOf(Stats())};
+}
+
 void ShardServer::Serve(const std::atomic<bool>& stop) {
   zmq::pollitem_t items[] = {{socket_.handle(), 0, ZMQ_POLLIN, 0}};
   while (!stop.load(std::memory_order_relaxed)) {
     core::Poll(items, 1, 50);
+    snapshots_.Tick([this] { return View(); });
     if (!(items[0].revents & ZMQ_POLLIN)) continue;
     // Drain what is queued, then check `stop` again.
     for (int i = 0; i < 256; ++i) {
@@ -78,6 +92,7 @@ void ShardServer::Serve(const std::atomic<bool>& stop) {
     stats_.resident_bytes = table_.resident_bytes();
     stats_.inserts_waiting = static_cast<int64_t>(pending_.size());
   }
+  snapshots_.Finish(View());
 }
 
 StatsMeta ShardServer::Stats() const {
@@ -126,6 +141,9 @@ void ShardServer::Handle(zmq::message_t routing_id, Message message) {
       break;
     case MessageType::kStatsRequest:
       HandleStats(routing_id, message);
+      break;
+    case MessageType::kInspectRequest:
+      status = HandleInspect(routing_id, message);
       break;
     default:
       status = InvalidArgument(std::string("a replay shard does not accept ") +

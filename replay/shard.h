@@ -5,6 +5,8 @@
 //   SampleRequest -> rate limiter -> Table::Sample -> SampleReply + mass info
 //   UpdatePriorities -> Table::UpdatePriorities (stale generations ignored)
 //   StatsRequest -> StatsReply
+//   InspectRequest -> InspectReply (read-only views for `ferry inspect`)
+//   every snapshot period and at stop -> snapshot file (replay/snapshotter.h)
 //
 // Everything runs on the thread that calls Serve(); the socket and table are
 // owned by it. Stats() may be called from another thread. A malformed message
@@ -27,6 +29,8 @@
 #include "replay/dedup.h"
 #include "replay/protocol.h"
 #include "replay/rate_limiter.h"
+#include "replay/selectors/interface.h"
+#include "replay/snapshotter.h"
 #include "replay/table.h"
 
 namespace ferry::replay {
@@ -37,11 +41,16 @@ struct ShardOptions {
   core::Schema schema;
   int64_t capacity = 100000;
   double alpha = 0.6;
+  SelectorKind selector = SelectorKind::kPrioritized;
   int64_t min_size_to_sample = 1;
   double samples_per_insert = 1.0;
   double samples_per_insert_tolerance = 1e18;  // Effectively unlimited by default.
   uint64_t seed = 0;
   int max_batch = 1 << 16;  // Largest insert or sample count accepted.
+  // Snapshots (replay/snapshotter.h): none when snapshot_dir is empty; with a
+  // period of 0, one when Serve stops.
+  std::string snapshot_dir;
+  double snapshot_period_seconds = 0;
 };
 
 class ShardServer {
@@ -50,7 +59,11 @@ class ShardServer {
 
   // Binds the endpoint; an address in use is reported, not thrown.
   Status Bind();
-  // Serves until `stop` becomes true (checked at least every 50 ms).
+  // Loads the newest valid snapshot, if any; call after Bind (which proves no
+  // other process serves this shard) and before Serve when snapshot_dir is set.
+  Status Restore();
+  // Serves until `stop` becomes true (checked at least every 50 ms), then
+  // writes a last snapshot.
   void Serve(const std::atomic<bool>& stop);
   StatsMeta Stats() const;
 
@@ -66,10 +79,14 @@ class ShardServer {
   Status HandleSample(const zmq::message_t& routing_id, const core::Message& m);
   Status HandleUpdate(const core::Message& m);
   void HandleStats(const zmq::message_t& routing_id, const core::Message& m);
+  // `ferry inspect` on a live shard (replay/shard_inspect.cc): reads the table
+  // without sampling it, so the rate limiter and times_sampled are untouched.
+  Status HandleInspect(const zmq::message_t& routing_id, const core::Message& m);
   void DrainPending();
   void Reply(const zmq::message_t& routing_id, core::MessageType type, uint64_t sequence,
              std::vector<zmq::message_t> payload);
   MassInfo Mass() const;
+  ShardView View() const;  // What a snapshot of the shard holds, as of now.
 
   ShardOptions options_;
   zmq::socket_t socket_;
@@ -82,6 +99,8 @@ class ShardServer {
 
   mutable std::mutex stats_mu_;
   StatsMeta stats_;  // Guarded by stats_mu_; a copy refreshed after each message.
+
+  Snapshotter snapshots_;
 };
 
 }  // namespace ferry::replay

@@ -7,17 +7,15 @@
 #include <utility>
 
 #include "core/status.h"
+#include "replay/selectors/fifo.h"
+#include "replay/selectors/lifo.h"
+#include "replay/selectors/prioritized.h"
+#include "replay/selectors/uniform.h"
 
 namespace ferry::replay {
 
 namespace {
 
-// Floor for stored priorities (table.h states it), so no item becomes unsampleable.
-constexpr double kMinPriority = 1e-8;
-// p^alpha is kept inside [kMinMass, kMaxMass] whatever alpha is, so every
-// stored item stays sampleable and a sum over 2^32 items stays finite.
-constexpr double kMinMass = 1e-300;
-constexpr double kMaxMass = 1e290;
 // How far ahead UpdatePriorities prefetches the generations it will check.
 constexpr int kPrefetchAhead = 16;
 
@@ -53,21 +51,30 @@ int64_t CheckedCapacity(int64_t capacity) {
   return capacity;
 }
 
-double Mass(float priority, double alpha) {
-  const double p = std::isfinite(priority) && priority > kMinPriority ? priority : kMinPriority;
-  return std::clamp(std::pow(p, alpha), kMinMass, kMaxMass);
+std::unique_ptr<ItemSelector> MakeSelector(SelectorKind kind, int64_t capacity, double alpha) {
+  switch (kind) {
+    case SelectorKind::kPrioritized:
+      return std::make_unique<PrioritizedSelector>(capacity, alpha);
+    case SelectorKind::kUniform:
+      return std::make_unique<UniformSelector>(capacity);
+    case SelectorKind::kFifo:
+      return std::make_unique<FifoSelector>(capacity);
+    case SelectorKind::kLifo:
+      return std::make_unique<LifoSelector>(capacity);
+  }
+  FERRY_CHECK(false);
 }
 
 }  // namespace
 
-Table::Table(core::Schema schema, int64_t capacity, double alpha)
+Table::Table(core::Schema schema, int64_t capacity, double alpha, SelectorKind selector)
     : schema_(std::move(schema)),
       capacity_(CheckedCapacity(capacity)),
       alpha_(alpha),
+      selector_kind_(selector),
+      selector_(MakeSelector(selector, capacity_, alpha)),
       generations_(static_cast<size_t>(capacity_), 0),
-      times_sampled_(static_cast<size_t>(capacity_), 0),
-      sum_tree_(capacity_),
-      min_tree_(capacity_) {
+      times_sampled_(static_cast<size_t>(capacity_), 0) {
   FERRY_CHECK(std::isfinite(alpha) && alpha >= 0.0);
   for (const auto& column : schema_.columns) {
     row_bytes_.push_back(column.row_bytes());
@@ -87,16 +94,13 @@ void Table::Insert(int count, const std::vector<const uint8_t*>& columns, const 
                   run * row_bytes);
     }
     slots_.resize(run);
-    masses_.resize(run);
     for (int64_t r = 0; r < run; ++r) {
       const int64_t slot = next_slot_ + r;
       ++generations_[slot];
       times_sampled_[slot] = 0;
       slots_[r] = slot;
-      masses_[r] = Mass(priorities[done + r], alpha_);
     }
-    sum_tree_.SetBatch(slots_.data(), masses_.data(), static_cast<int>(run));
-    min_tree_.SetBatch(slots_.data(), masses_.data(), static_cast<int>(run));
+    selector_->Insert(slots_.data(), priorities + done, static_cast<int>(run));
     next_slot_ = (next_slot_ + run) % capacity_;
     size_ = std::min(size_ + run, capacity_);
     done += static_cast<int>(run);
@@ -105,18 +109,11 @@ void Table::Insert(int count, const std::vector<const uint8_t*>& columns, const 
 
 void Table::Sample(int count, std::mt19937_64& rng, SampleBatch* out) {
   FERRY_CHECK(size_ > 0 && count >= 0);
-  prefixes_.resize(count);
   slots_.resize(count);
-  // Stratum i is [i, i + 1) * stratum; empty slots have zero mass and are never found.
-  const double stratum = sum_tree_.Total() / std::max(count, 1);
-  for (int i = 0; i < count; ++i) {
-    const double uniform = static_cast<double>(rng() >> 11) * 0x1.0p-53;  // [0, 1)
-    prefixes_[i] = (i + uniform) * stratum;
-  }
-  sum_tree_.FindBatch(prefixes_.data(), slots_.data(), count);
+  out->masses.resize(count);
+  selector_->Sample(count, rng, slots_.data(), out->masses.data());
 
   out->keys.resize(count);
-  out->masses.resize(count);
   out->times_sampled.resize(count);
   out->columns.resize(columns_.size());
   for (size_t c = 0; c < columns_.size(); ++c) {
@@ -125,7 +122,6 @@ void Table::Sample(int count, std::mt19937_64& rng, SampleBatch* out) {
   for (int i = 0; i < count; ++i) {
     const int64_t slot = slots_[i];
     out->keys[i] = Key{static_cast<uint32_t>(slot), generations_[slot]};
-    out->masses[i] = sum_tree_.Get(slot);
     out->times_sampled[i] = ++times_sampled_[slot];
   }
   for (size_t c = 0; c < columns_.size(); ++c) {
@@ -134,8 +130,9 @@ void Table::Sample(int count, std::mt19937_64& rng, SampleBatch* out) {
 }
 
 int Table::UpdatePriorities(const Key* keys, const float* priorities, int count) {
-  slots_.clear();
-  masses_.clear();
+  slots_.resize(count);
+  priorities_.resize(count);
+  int applied = 0;
   for (int i = 0; i < count; ++i) {
     if (i + kPrefetchAhead < count && keys[i + kPrefetchAhead].slot < size_) {
       __builtin_prefetch(&generations_[keys[i + kPrefetchAhead].slot]);
@@ -144,29 +141,60 @@ int Table::UpdatePriorities(const Key* keys, const float* priorities, int count)
     const float priority = priorities[i];
     if (key.slot >= size_ || generations_[key.slot] != key.generation) continue;
     if (!std::isfinite(priority) || priority < 0.0f) continue;
-    slots_.push_back(key.slot);
-    masses_.push_back(Mass(priority, alpha_));
+    slots_[applied] = key.slot;
+    priorities_[applied] = priority;
+    ++applied;
   }
-  const int applied = static_cast<int>(slots_.size());
-  sum_tree_.SetBatch(slots_.data(), masses_.data(), applied);
-  min_tree_.SetBatch(slots_.data(), masses_.data(), applied);
+  selector_->Update(slots_.data(), priorities_.data(), applied);
   return applied;
 }
 
-double Table::total_mass() const { return sum_tree_.Total(); }
-
-double Table::min_mass() const { return size_ > 0 ? min_tree_.Min() : 0.0; }
-
-double Table::mass(int64_t slot) const { return sum_tree_.Get(slot); }
-
 int64_t Table::resident_bytes() const {
-  int64_t bytes = sum_tree_.bytes() + min_tree_.bytes();
+  int64_t bytes = selector_->ResidentBytes();
   for (const auto& column : columns_) bytes += static_cast<int64_t>(column.capacity());
   bytes += static_cast<int64_t>((generations_.capacity() + times_sampled_.capacity()) *
                                 sizeof(uint32_t));
-  bytes += static_cast<int64_t>((prefixes_.capacity() + masses_.capacity()) * sizeof(double) +
-                                slots_.capacity() * sizeof(int64_t));
+  bytes += static_cast<int64_t>(slots_.capacity() * sizeof(int64_t) +
+                                priorities_.capacity() * sizeof(float));
   return bytes;
+}
+
+Status Table::Restore(int64_t size, int64_t next_slot, const std::vector<const uint8_t*>& columns,
+                      const uint32_t* generations, const uint32_t* times_sampled,
+                      const double* masses) {
+  if (size < 0 || size > capacity_ || next_slot < 0 || next_slot >= capacity_ ||
+      (size < capacity_ && next_slot != size)) {
+    return InvalidArgument("snapshot size " + std::to_string(size) + " / next slot " +
+                           std::to_string(next_slot) + " do not fit capacity " +
+                           std::to_string(capacity_));
+  }
+  if (columns.size() != columns_.size()) {
+    return InvalidArgument("snapshot has " + std::to_string(columns.size()) + " columns, table " +
+                           std::to_string(columns_.size()));
+  }
+  for (int64_t slot = 0; slot < capacity_; ++slot) {
+    const bool stored = slot < size;
+    if (!std::isfinite(masses[slot]) || masses[slot] < 0 || (stored != (masses[slot] > 0))) {
+      return InvalidArgument("snapshot mass of slot " + std::to_string(slot) + " is invalid");
+    }
+  }
+  for (size_t c = 0; c < columns_.size(); ++c) {
+    std::memcpy(columns_[c].data(), columns[c], columns_[c].size());
+  }
+  std::memcpy(generations_.data(), generations, sizeof(uint32_t) * capacity_);
+  std::memcpy(times_sampled_.data(), times_sampled, sizeof(uint32_t) * capacity_);
+  size_ = size;
+  next_slot_ = next_slot;
+  // The ring's stored slots, oldest first: from next_slot once it has wrapped, else from 0.
+  std::vector<int64_t> order(static_cast<size_t>(size));
+  std::vector<double> order_masses(static_cast<size_t>(size));
+  const int64_t oldest = size == capacity_ ? next_slot : 0;
+  for (int64_t i = 0; i < size; ++i) {
+    order[i] = (oldest + i) % capacity_;
+    order_masses[i] = masses[order[i]];
+  }
+  selector_->Restore(order.data(), order_masses.data(), size);
+  return Status::Ok();
 }
 
 }  // namespace ferry::replay

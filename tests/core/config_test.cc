@@ -307,8 +307,8 @@ TEST_CASE("ConfigToYaml round-trips every field exactly") {
 TEST_CASE("ConfigToYaml writes every key in its section, defaults included") {
   const std::string yaml = ConfigToYaml(Config());
   CHECK(yaml.starts_with("seed: 0\nrun:\n  name: ferry\n"));
-  CHECK(yaml.find("\nreplay:\n  shards: 2\n  capacity: 100000\n  alpha: 0.6\n") !=
-        std::string::npos);
+  CHECK(yaml.find("\nreplay:\n  shards: 2\n  capacity: 100000\n  capacity_bytes: 0\n"
+                  "  selector: prioritized\n  alpha: 0.6\n") != std::string::npos);
   CHECK(yaml.find("  hidden: [64, 64]\n") != std::string::npos);
   CHECK(yaml.find("  priority_epsilon: 1e-06\n") != std::string::npos);
 }

@@ -147,6 +147,35 @@ TEST_CASE("Ctrl-C stops every process of a run") {
   fs::remove_all(dir);
 }
 
+TEST_CASE("a stopped run resumes from its learner checkpoint") {
+  const fs::path dir = FreshRunDir("resume");
+  const int port_base = 21000 + getpid() % 2000 * 16 + 8;
+  const Outcome first = RunFerry(ShortRun(dir, port_base, 200), /*timeout=*/60,
+                                 /*interrupt_after=*/12);
+  INFO(first.output);
+  REQUIRE(first.exit_code == 130);
+  bool have_checkpoint = false;
+  for (const auto& f : fs::directory_iterator(dir / "checkpoints")) {
+    have_checkpoint |= f.path().extension() == ".pt";
+  }
+  REQUIRE(have_checkpoint);
+
+  std::vector<std::string> args = {"run", "--resume", dir.string(), "--set",
+                                   "stop.max_seconds=22"};
+  for (const auto& a : Ports(port_base)) args.push_back(a);
+  const Outcome resumed = RunFerry(args, /*timeout=*/90);
+  INFO(resumed.output);
+  CHECK((resumed.exit_code == 0 || resumed.exit_code == 2));
+  CHECK(ReadFile(dir / "logs" / "learner.log").find("resumed from") != std::string::npos);
+  // The second session's end record continues the first session's update count.
+  const std::string metrics = ReadFile(dir / "metrics.jsonl");
+  const size_t first_end = metrics.find("\"end\": \"stopped\"");
+  REQUIRE(first_end != std::string::npos);
+  CHECK(metrics.find("\"end\": ", first_end + 1) != std::string::npos);
+  CHECK(ProcessesMentioning(dir.string()) == 0);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("a misspelt config key stops the run before anything starts, naming the key") {
   const fs::path dir = FreshRunDir("badconfig");
   const Outcome run = RunFerry({"run", std::string(FERRY_SOURCE_DIR) + "/configs/cartpole.yaml",

@@ -1,0 +1,688 @@
+// Learner benchmarks, each figure beside a baseline measured in the same run.
+//
+//   allreduce      bus bandwidth of each Allreducer algorithm, 4 KB..64 MB,
+//                    vs MPI_Allreduce and vs memcpy of the same bytes (rank 0 alone)
+//   sgemm          torch::mm of 512 x 512 float32: the core's matmul limit
+//   update         Double-DQN updates/s at global batch 512: loss, backward, fused gradient
+//                    allreduce, clip, Adam; R = 1 vs R = ranks, matmul FLOP/s vs sgemm
+//   least_squares  the LS refit's phases (features, Gram, allreduce, Cholesky, CG)
+//                    for N rows x d features, R = 1 vs R = ranks
+//
+// Run it under MPI with two ranks; R = 1 figures come from rank 0 while the others sleep:
+//   mpirun -np 2 --oversubscribe --bind-to none
+//          --mca btl_vader_single_copy_mechanism none BUILD/bench/learner_bench [--quick]
+// Every rank runs one LibTorch thread, so R ranks use R cores. Bus bandwidth is
+// algbw * 2 (R - 1) / R with algbw = bytes / time (NCCL's convention): the link traffic an
+// optimal allreduce needs, comparable across R and with memcpy.
+//   usage: learner_bench [--quick] [--only=allreduce|update|least_squares]
+#include <mpi.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench/bench.h"
+#include "core/log.h"
+#include "learner/dqn_loss.h"
+#include "learner/dqn_updater.h"
+#include "learner/linalg/allreduce.h"
+#include "learner/linalg/allreducer.h"
+#include "learner/linalg/least_squares.h"
+
+namespace ferry::bench {
+namespace {
+
+using learner::linalg::Allreducer;
+using Algorithm = Allreducer::Algorithm;
+
+constexpr int kGlobalBatch = 512;
+constexpr int64_t kSgemmSize = 512;
+
+struct Settings {
+  bool quick = false;
+  int rounds = 5;                // Each figure is the median of this many timed windows.
+  double window_s = 0.1;         // One timed window of an allreduce or memcpy.
+  double update_window_s = 0.4;  // One timed window of learner updates.
+  size_t max_allreduce_bytes = size_t{64} << 20;
+  double refit_case_budget_s = 30;  // Fewer repeats, then none, for refit cases beyond it.
+};
+
+// A smoke run: every code path, figures too noisy to quote.
+Settings QuickSettings() {
+  Settings s;
+  s.quick = true;
+  s.rounds = 5;
+  s.window_s = 0.01;
+  s.update_window_s = 0.05;
+  s.max_allreduce_bytes = size_t{1} << 20;
+  return s;
+}
+
+int Rank() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+int Ranks() {
+  int ranks = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  return ranks;
+}
+
+// Prints on rank 0 only.
+void Emit(JsonLine& line) {
+  if (Rank() == 0) line.Print();
+}
+
+// Waits for every rank without polling a core, which a busy MPI_Barrier would take from rank 0
+// while it measures alone.
+void SleepingBarrier() {
+  MPI_Request request;
+  MPI_Ibarrier(MPI_COMM_WORLD, &request);
+  for (int done = 0; MPI_Test(&request, &done, MPI_STATUS_IGNORE), !done;) Sleep(1e-3);
+}
+
+// Runs `work` on rank 0 while the other ranks sleep; every rank returns its result.
+double OnRankZero(const std::function<double()>& work) {
+  double result = 0;
+  if (Rank() == 0) result = work();
+  SleepingBarrier();
+  MPI_Bcast(&result, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  return result;
+}
+
+// Seconds per call of `op`, run `calls` times by every rank of `comm` after a barrier, by the
+// wall clock and by the calling thread's CPU time: the slowest rank's.
+struct Timing {
+  double wall = 0;
+  double cpu = 0;
+};
+
+Timing SecondsPerCall(MPI_Comm comm, int64_t calls, const std::function<void()>& op) {
+  MPI_Barrier(comm);
+  const double start = core::NowSeconds();
+  const double cpu_start = ThreadCpuSeconds();
+  for (int64_t i = 0; i < calls; ++i) op();
+  double elapsed[2] = {core::NowSeconds() - start, ThreadCpuSeconds() - cpu_start};
+  MPI_Allreduce(MPI_IN_PLACE, elapsed, 2, MPI_DOUBLE, MPI_MAX, comm);
+  return {elapsed[0] / static_cast<double>(calls), elapsed[1] / static_cast<double>(calls)};
+}
+
+// Times about `seconds` of calls of `op` on every rank of `comm`, the number of calls set by
+// one untimed call that all ranks agree on.
+Timing TimeCollective(MPI_Comm comm, double seconds, const std::function<void()>& op) {
+  const double one = SecondsPerCall(comm, 1, op).wall;
+  const auto calls = static_cast<int64_t>(std::clamp(seconds / one, 1.0, 1e6));
+  return SecondsPerCall(comm, calls, op);
+}
+
+double Median(std::vector<double> values) { return Summarize(std::move(values)).median; }
+
+void AddSpread(JsonLine& line, const std::string& name, const Spread& spread, double scale) {
+  line.Add(name, spread.median * scale)
+      .Add(name + "_min", spread.min * scale)
+      .Add(name + "_max", spread.max * scale);
+}
+
+// ---------------------------------------------------------------------------------------------
+// allreduce
+
+double BusFactor(int ranks) { return 2.0 * (ranks - 1) / ranks; }
+
+void AllreduceBench(const Settings& s) {
+  const int ranks = Ranks();
+  if (ranks < 2) {
+    JsonLine line("allreduce");
+    line.Add("skipped", "needs 2 or more ranks: run under mpirun -np 2");
+    Emit(line);
+    return;
+  }
+  const std::vector<Algorithm> algorithms = {Algorithm::kMpi, Algorithm::kSharedMemory,
+                                             Algorithm::kRing};
+  std::vector<std::unique_ptr<Allreducer>> allreducers;
+  for (Algorithm a : algorithms) {
+    allreducers.push_back(std::make_unique<Allreducer>(MPI_COMM_WORLD, a));
+  }
+  // Zeros stay zeros however often they are summed; every buffer is touched before timing.
+  std::vector<float> data(s.max_allreduce_bytes / sizeof(float));
+  std::vector<char> source(Rank() == 0 ? s.max_allreduce_bytes : 0, 1);
+  std::vector<char> target(source.size(), 0);
+
+  for (size_t bytes = 4096; bytes <= s.max_allreduce_bytes; bytes *= 4) {
+    const size_t count = bytes / sizeof(float);
+    std::vector<std::function<Window()>> candidates;
+    candidates.push_back([&] {
+      const double seconds = OnRankZero([&] {
+        return TimeCollective(MPI_COMM_SELF, s.window_s,
+                              [&] {
+                                std::memcpy(target.data(), source.data(), bytes);
+                                KeepAlive(target.data());
+                              })
+            .wall;
+      });
+      return Window{static_cast<double>(bytes) / seconds, 0};
+    });
+    for (auto& allreducer : allreducers) {
+      candidates.push_back([&, a = allreducer.get()] {
+        const double seconds =
+            TimeCollective(MPI_COMM_WORLD, s.window_s, [&] { a->Sum(data.data(), count); }).wall;
+        return Window{static_cast<double>(bytes) / seconds, 0};
+      });
+    }
+    const std::vector<Figure> figures = Alternate(s.rounds, candidates);
+    const double memcpy_rate = figures[0].wall.median;
+    const double mpi_busbw = figures[1].wall.median * BusFactor(ranks);
+    for (size_t a = 0; a < algorithms.size(); ++a) {
+      const Spread& algbw = figures[a + 1].wall;
+      const double busbw = algbw.median * BusFactor(ranks);
+      JsonLine line("allreduce");
+      line.Add("ranks", ranks)
+          .Add("bytes", static_cast<int64_t>(bytes))
+          .Add("algorithm", std::string(AlgorithmName(algorithms[a])))
+          .Add("time_us", static_cast<double>(bytes) / algbw.median * 1e6)
+          .Add("algbw_gbs", algbw.median / 1e9);
+      AddSpread(line, "busbw_gbs", algbw, BusFactor(ranks) / 1e9);
+      line.Add("mpi_busbw_gbs", mpi_busbw / 1e9)
+          .Add("vs_mpi", busbw / mpi_busbw)
+          .Add("memcpy_gbs", memcpy_rate / 1e9)
+          .Add("vs_memcpy", busbw / memcpy_rate);
+      Emit(line);
+    }
+  }
+}
+
+// The pipeline chunk, at 16 MB, for the algorithms that have one.
+void AllreduceChunkBench(const Settings& s) {
+  const int ranks = Ranks();
+  const size_t bytes = size_t{16} << 20;
+  if (ranks < 2 || s.quick) return;
+  std::vector<float> data(bytes / sizeof(float));
+  const size_t count = data.size();
+  Allreducer mpi(MPI_COMM_WORLD, Algorithm::kMpi);
+  for (size_t chunk : {size_t{64} << 10, size_t{256} << 10, size_t{1} << 20, size_t{4} << 20}) {
+    Allreducer shared_memory(MPI_COMM_WORLD, Algorithm::kSharedMemory, chunk);
+    Allreducer ring(MPI_COMM_WORLD, Algorithm::kRing, chunk);
+    std::vector<Allreducer*> allreducers = {&mpi, &shared_memory, &ring};
+    std::vector<std::function<Window()>> candidates;
+    for (Allreducer* a : allreducers) {
+      candidates.push_back([&, a] {
+        const double seconds =
+            TimeCollective(MPI_COMM_WORLD, s.window_s, [&] { a->Sum(data.data(), count); }).wall;
+        return Window{static_cast<double>(bytes) / seconds * BusFactor(ranks), 0};
+      });
+    }
+    const std::vector<Figure> figures = Alternate(s.rounds, candidates);
+    for (size_t a = 1; a < allreducers.size(); ++a) {
+      JsonLine line("allreduce_chunk");
+      line.Add("ranks", ranks)
+          .Add("bytes", static_cast<int64_t>(bytes))
+          .Add("algorithm", std::string(AlgorithmName(allreducers[a]->algorithm())))
+          .Add("chunk_bytes", static_cast<int64_t>(chunk));
+      AddSpread(line, "busbw_gbs", figures[a].wall, 1e-9);
+      line.Add("mpi_busbw_gbs", figures[0].wall.median / 1e9)
+          .Add("vs_mpi", figures[a].wall.median / figures[0].wall.median);
+      Emit(line);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// sgemm
+
+// FLOP/s per core, counted against the wall clock and against CPU time: on a shared machine the
+// wall rate drops with the share of the core the process gets, the CPU rate much less.
+struct SgemmRates {
+  Window one_core;  // Rank 0 alone.
+  Window per_rank;  // Each rank while all of them run it.
+};
+
+SgemmRates SgemmBench(const Settings& s) {
+  torch::NoGradGuard no_grad;
+  const auto a = torch::randn({kSgemmSize, kSgemmSize});
+  const auto b = torch::randn({kSgemmSize, kSgemmSize});
+  auto c = torch::empty({kSgemmSize, kSgemmSize});
+  const auto mm = [&] { torch::mm_out(c, a, b); };
+  const double flops = 2.0 * kSgemmSize * kSgemmSize * kSgemmSize;
+  const auto rates = [flops](Timing t) { return Window{flops / t.wall, flops / t.cpu}; };
+  const std::vector<Figure> figures = Alternate(
+      s.rounds, {[&] {
+                   Timing t;
+                   t.wall = OnRankZero([&] {
+                     t = TimeCollective(MPI_COMM_SELF, s.update_window_s, mm);
+                     return t.wall;
+                   });
+                   MPI_Bcast(&t.cpu, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+                   return rates(t);
+                 },
+                 [&] { return rates(TimeCollective(MPI_COMM_WORLD, s.update_window_s, mm)); }});
+  const SgemmRates sgemm{{figures[0].wall.median, figures[0].cpu.median},
+                         {figures[1].wall.median, figures[1].cpu.median}};
+  JsonLine line("sgemm");
+  line.Add("m", kSgemmSize).Add("n", kSgemmSize).Add("k", kSgemmSize).Add("threads_per_rank", 1);
+  AddSpread(line, "gflops_one_core", figures[0].wall, 1e-9);
+  AddSpread(line, "gflops_one_core_cpu", figures[0].cpu, 1e-9);
+  line.Add("ranks", Ranks())
+      .Add("gflops_per_rank_all_ranks", sgemm.per_rank.wall_rate / 1e9)
+      .Add("gflops_per_rank_all_ranks_cpu", sgemm.per_rank.cpu_rate / 1e9);
+  Emit(line);
+  return sgemm;
+}
+
+// ---------------------------------------------------------------------------------------------
+// update
+
+struct ModelSpec {
+  std::string name;
+  int obs_dim;
+  std::vector<int> hidden;
+  int num_actions;
+};
+
+const std::vector<ModelSpec>& Models() {
+  static const std::vector<ModelSpec> models = {{"cartpole_mlp", 4, {64, 64}, 2},
+                                                {"mlp_512x3", 128, {512, 512, 512}, 4}};
+  return models;
+}
+
+// Matmul FLOPs of one forward pass of `batch` rows.
+double ForwardFlops(const ModelSpec& spec, int batch) {
+  double flops = 0;
+  int in = spec.obs_dim;
+  for (int width : spec.hidden) {
+    flops += 2.0 * batch * in * width;
+    in = width;
+  }
+  return flops + 2.0 * batch * in * spec.num_actions;
+}
+
+// One rank's share of the learner's update, as learner/apex_dqn.cc runs it: DqnUpdater's
+// Double-DQN loss and backward on a synthetic batch of `local_batch` rows, gradients packed into
+// one buffer and summed across `comm`, then clip and Adam.
+class UpdateLoop {
+ public:
+  UpdateLoop(const ModelSpec& spec, int local_batch, MPI_Comm comm, Algorithm algorithm)
+      : updater_(Options(spec), torch::kCPU),
+        allreducer_(comm, algorithm),
+        fused_(static_cast<size_t>(updater_.num_parameters())) {
+    batch_.obs = torch::randn({local_batch, spec.obs_dim});
+    batch_.next_obs = torch::randn({local_batch, spec.obs_dim});
+    batch_.action = torch::randint(spec.num_actions, {local_batch}, torch::kInt64);
+    batch_.reward = torch::randn({local_batch});
+    batch_.discount = torch::full({local_batch}, 0.99f);
+    batch_.weights = torch::ones({local_batch});
+  }
+
+  void Step() {
+    const double t0 = core::NowSeconds();
+    const double cpu0 = ProcessCpuSeconds();  // LibTorch's threads included.
+    updater_.ComputeGradients(batch_, /*normaliser=*/kGlobalBatch);
+    updater_.PackGradients(/*have_gradients=*/true, fused_.data());
+    const double cpu1 = ProcessCpuSeconds();
+    const double t1 = core::NowSeconds();
+    allreducer_.Sum(fused_.data(), fused_.size());
+    const double t2 = core::NowSeconds();
+    updater_.UnpackGradients(fused_.data());
+    updater_.ApplyGradients();
+    const double t3 = core::NowSeconds();
+    phases_.compute_ms += 1e3 * (t1 - t0);
+    phases_.compute_cpu_ms += 1e3 * (cpu1 - cpu0);
+    phases_.allreduce_ms += 1e3 * (t2 - t1);
+    phases_.optimizer_ms += 1e3 * (t3 - t2);
+    ++steps_;
+  }
+
+  // Milliseconds per update in each phase since the last call.
+  struct Phases {
+    double compute_ms = 0, compute_cpu_ms = 0, allreduce_ms = 0, optimizer_ms = 0;
+  };
+  Phases TakePhases() {
+    const double n = static_cast<double>(std::max<int64_t>(steps_, 1));
+    const Phases means{phases_.compute_ms / n, phases_.compute_cpu_ms / n, phases_.allreduce_ms / n,
+                       phases_.optimizer_ms / n};
+    phases_ = Phases();
+    steps_ = 0;
+    return means;
+  }
+  size_t parameters() const { return fused_.size(); }
+  std::string_view algorithm() const { return AlgorithmName(allreducer_.algorithm()); }
+
+ private:
+  static learner::UpdaterOptions Options(const ModelSpec& spec) {
+    learner::UpdaterOptions options;
+    options.obs_dim = spec.obs_dim;
+    options.num_actions = spec.num_actions;
+    options.hidden = spec.hidden;
+    options.learning_rate = 1e-4;
+    return options;
+  }
+
+  learner::DqnUpdater updater_;
+  Allreducer allreducer_;
+  learner::DqnBatch batch_;
+  std::vector<float> fused_;
+  Phases phases_;
+  int64_t steps_ = 0;
+};
+
+// A way of running the update: how many ranks, with how many LibTorch threads each.
+struct UpdateConfig {
+  int ranks;
+  int threads;
+  Algorithm algorithm;
+};
+
+double MedianPhase(const std::vector<UpdateLoop::Phases>& windows,
+                   double UpdateLoop::Phases::*phase) {
+  std::vector<double> values;
+  for (const UpdateLoop::Phases& p : windows) values.push_back(p.*phase);
+  return values.empty() ? 0 : Median(values);
+}
+
+void UpdateBench(const Settings& s, const SgemmRates& sgemm) {
+  const int ranks = Ranks();
+  std::vector<UpdateConfig> configs = {{1, 1, Algorithm::kAuto}};
+  if (ranks > 1) {
+    configs.push_back({1, ranks, Algorithm::kAuto});
+    configs.push_back({ranks, 1, Algorithm::kSharedMemory});
+    configs.push_back({ranks, 1, Algorithm::kMpi});
+  }
+  for (const ModelSpec& spec : Models()) {
+    std::vector<std::unique_ptr<UpdateLoop>> loops;
+    // Rank 0's phase times per timed window, of every configuration (rank 0 runs them all).
+    std::vector<std::vector<UpdateLoop::Phases>> phases(configs.size());
+    std::vector<std::function<Window()>> candidates;
+    for (size_t c = 0; c < configs.size(); ++c) {
+      const UpdateConfig& config = configs[c];
+      const bool alone = config.ranks == 1;
+      loops.push_back(alone && Rank() != 0
+                          ? nullptr
+                          : std::make_unique<UpdateLoop>(spec, kGlobalBatch / config.ranks,
+                                                         alone ? MPI_COMM_SELF : MPI_COMM_WORLD,
+                                                         config.algorithm));
+      UpdateLoop* loop = loops.back().get();
+      candidates.push_back([&s, loop, alone, threads = config.threads, window = &phases[c]] {
+        const auto run = [&](MPI_Comm comm) {
+          torch::set_num_threads(threads);
+          loop->Step();  // Warm: allocations, caches.
+          loop->TakePhases();
+          const double seconds =
+              TimeCollective(comm, s.update_window_s, [&] { loop->Step(); }).wall;
+          if (Rank() == 0) window->push_back(loop->TakePhases());
+          torch::set_num_threads(1);
+          return seconds;
+        };
+        const double seconds =
+            alone ? OnRankZero([&] { return run(MPI_COMM_SELF); }) : run(MPI_COMM_WORLD);
+        return Window{1.0 / seconds, 0};
+      });
+    }
+    const std::vector<Figure> figures = Alternate(s.rounds, candidates);
+    if (Rank() != 0) continue;
+    const double baseline = figures[0].wall.median;
+    for (size_t c = 0; c < configs.size(); ++c) {
+      const UpdateConfig& config = configs[c];
+      const double ups = figures[c].wall.median;
+      // Online and target forward on next_obs, online forward on obs, and its backward (two
+      // matmuls per layer): five forward passes' matmuls.
+      const double flops = 5 * ForwardFlops(spec, kGlobalBatch / config.ranks);
+      const double compute_cpu_ms = MedianPhase(phases[c], &UpdateLoop::Phases::compute_cpu_ms);
+      const double compute_flops_per_cpu_s = flops / (compute_cpu_ms / 1e3);
+      JsonLine line("update");
+      line.Add("model", spec.name)
+          .Add("parameters", static_cast<int64_t>(loops[c]->parameters()))
+          .Add("batch", kGlobalBatch)
+          .Add("ranks", config.ranks)
+          .Add("threads_per_rank", config.threads)
+          .Add("allreduce", std::string(loops[c]->algorithm()));
+      AddSpread(line, "updates_per_s", figures[c].wall, 1);
+      line.Add("r1_updates_per_s", baseline)
+          .Add("speedup", ups / baseline)
+          .Add("scaling_efficiency", ups / baseline / (config.ranks * config.threads))
+          .Add("compute_ms", MedianPhase(phases[c], &UpdateLoop::Phases::compute_ms))
+          .Add("compute_cpu_ms", compute_cpu_ms)
+          .Add("allreduce_ms", MedianPhase(phases[c], &UpdateLoop::Phases::allreduce_ms))
+          .Add("optimizer_ms", MedianPhase(phases[c], &UpdateLoop::Phases::optimizer_ms))
+          .Add("matmul_gflop_per_update", flops / 1e9)
+          .Add("compute_gflops_per_cpu_s", compute_flops_per_cpu_s / 1e9)
+          .Add("sgemm_gflops_per_cpu_s", sgemm.one_core.cpu_rate / 1e9)
+          .Add("vs_sgemm", compute_flops_per_cpu_s / sgemm.one_core.cpu_rate);
+      line.Print();
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// least squares
+
+constexpr int64_t kFeatureBlock = 4096;
+constexpr int64_t kInputPoolRows = 16384;
+constexpr int kCgMaxIterations = 1000;
+constexpr double kCgTolerance = 1e-6;
+// CG over the rows passes over all features twice per iteration: its time per iteration is
+// measured over this many, once per case.
+constexpr int kCgRowsIterations = 5;
+// Refit cases too slow for Settings::rounds repeats within their budget run this many.
+constexpr int kMinRefitRepeats = 3;
+
+struct RefitCase {
+  int64_t rows;
+  int64_t d;
+};
+
+struct RefitTimes {
+  double features = 0, gram = 0, allreduce = 0, cholesky = 0, cg_gram = 0;
+  int cg_iterations = 0;
+};
+
+// One rank's data for a refit: features computed from a pool of random inputs (the body's
+// last layer, d -> d with ReLU), and random targets.
+class RefitData {
+ public:
+  RefitData(int64_t rows, int64_t d, torch::Tensor& storage)
+      : layer_(d, d),
+        inputs_(torch::randn({kInputPoolRows, d})),
+        targets_(torch::randn({rows})),
+        w0_(torch::randn({d}) * 0.1) {
+    const int64_t needed = rows * d;
+    if (storage.numel() < needed) {
+      storage = torch::empty({0});  // Freed before the larger one is touched.
+      storage = torch::zeros({needed});
+    }
+    features_ = storage.narrow(0, 0, needed).view({rows, d});
+  }
+
+  void ComputeFeatures() {
+    torch::NoGradGuard no_grad;
+    const auto weight_t = layer_->weight.t();
+    const int64_t rows = features_.size(0);
+    for (int64_t start = 0; start < rows; start += kFeatureBlock) {
+      const int64_t n = std::min(kFeatureBlock, rows - start);
+      auto out = features_.narrow(0, start, n);
+      const int64_t pool_start = start % kInputPoolRows;
+      torch::addmm_out(out, layer_->bias, inputs_.narrow(0, pool_start, n), weight_t);
+      out.relu_();
+    }
+  }
+
+  const torch::Tensor& features() const { return features_; }
+  const torch::Tensor& targets() const { return targets_; }
+  const torch::Tensor& w0() const { return w0_; }
+
+ private:
+  torch::nn::Linear layer_;
+  torch::Tensor inputs_;
+  torch::Tensor targets_;
+  torch::Tensor w0_;
+  torch::Tensor features_;
+};
+
+// The slowest rank's seconds for `op`, started together.
+double TimePhase(MPI_Comm comm, const std::function<void()>& op) {
+  return SecondsPerCall(comm, 1, op).wall;
+}
+
+struct RefitRun {
+  std::vector<RefitTimes> repeats;
+  double cg_rows_ms_per_iteration = 0;
+};
+
+// Every repeat of a refit on the ranks of `comm`, each holding its share of `c.rows`.
+RefitRun RunRefit(const RefitCase& c, int repeats, MPI_Comm comm, torch::Tensor& storage) {
+  int rank = 0, ranks = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &ranks);
+  const int64_t rows = c.rows / ranks + (rank < c.rows % ranks ? 1 : 0);
+  RefitData data(rows, c.d, storage);
+  const double lambda = 1e-4 * static_cast<double>(c.rows);
+  RefitRun run;
+  for (int r = 0; r < repeats; ++r) {
+    RefitTimes t;
+    learner::linalg::NormalEquations equations;
+    t.features = TimePhase(comm, [&] { data.ComputeFeatures(); });
+    t.gram = TimePhase(comm, [&] {
+      equations = learner::linalg::FormNormalEquations(data.features(), data.targets());
+    });
+    t.allreduce =
+        TimePhase(comm, [&] { learner::linalg::AllreduceNormalEquations(&equations, comm); });
+    t.cholesky = TimePhase(comm, [&] {
+      FERRY_CHECK(learner::linalg::SolveCholesky(equations, data.w0(), lambda).ok());
+    });
+    t.cg_gram = TimePhase(comm, [&] {
+      auto report = learner::linalg::SolveConjugateGradient(equations, data.w0(), lambda,
+                                                            kCgMaxIterations, kCgTolerance);
+      FERRY_CHECK(report.ok());
+      t.cg_iterations = report->cg_iterations;
+    });
+    if (r == 0) {
+      run.cg_rows_ms_per_iteration =
+          1e3 / kCgRowsIterations * TimePhase(comm, [&] {
+            FERRY_CHECK(learner::linalg::SolveConjugateGradient(
+                            data.features(), equations.rhs, data.w0(), lambda, comm,
+                            kCgRowsIterations, /*tolerance=*/1e-30)
+                            .ok());
+          });
+    }
+    run.repeats.push_back(t);
+  }
+  return run;
+}
+
+double MedianOf(const std::vector<RefitTimes>& repeats, double RefitTimes::*field) {
+  std::vector<double> values;
+  for (const RefitTimes& t : repeats) values.push_back(t.*field);
+  return Median(values);
+}
+
+void AddRefit(JsonLine& line, const std::string& prefix, const RefitRun& run) {
+  const auto median_ms = [&](double RefitTimes::*field) {
+    return 1e3 * MedianOf(run.repeats, field);
+  };
+  line.Add(prefix + "features_ms", median_ms(&RefitTimes::features))
+      .Add(prefix + "gram_ms", median_ms(&RefitTimes::gram))
+      .Add(prefix + "allreduce_ms", median_ms(&RefitTimes::allreduce))
+      .Add(prefix + "cholesky_ms", median_ms(&RefitTimes::cholesky))
+      .Add(prefix + "refit_ms", median_ms(&RefitTimes::features) + median_ms(&RefitTimes::gram) +
+                                    median_ms(&RefitTimes::allreduce) +
+                                    median_ms(&RefitTimes::cholesky))
+      .Add(prefix + "cg_gram_ms", median_ms(&RefitTimes::cg_gram))
+      .Add(prefix + "cg_iterations", run.repeats.front().cg_iterations)
+      .Add(prefix + "cg_rows_ms_per_iteration", run.cg_rows_ms_per_iteration);
+}
+
+void LeastSquaresBench(const Settings& s) {
+  const int ranks = Ranks();
+  // In order of cost, so that each case's time can be foreseen from the last one's.
+  std::vector<RefitCase> cases = {{65536, 256},   {65536, 512},   {262144, 256},
+                                  {65536, 1024},  {262144, 512},  {1048576, 256},
+                                  {262144, 1024}, {1048576, 512}, {1048576, 1024}};
+  if (s.quick) cases.resize(1);
+  torch::Tensor storage = torch::empty({0});
+  double seconds_per_flop = 0;  // Of features + Gram at R = 1, from the last case run.
+  for (const RefitCase& c : cases) {
+    // Features (the d -> d layer) and Gram, 2 N d^2 FLOPs each, dominate; R ranks take 1/R.
+    const double flops = 4.0 * static_cast<double>(c.rows) * static_cast<double>(c.d * c.d);
+    const double repeat_s = flops * seconds_per_flop * (1 + (ranks > 1 ? 1.0 / ranks : 0.0));
+    int repeats = s.rounds;
+    while (repeats > kMinRefitRepeats && repeats * repeat_s > s.refit_case_budget_s) --repeats;
+    JsonLine line("least_squares");
+    line.Add("rows", c.rows).Add("d", c.d);
+    if (repeats * repeat_s > s.refit_case_budget_s) {
+      line.Add("skipped",
+               std::to_string(repeats) + " repeats would take about " +
+                   std::to_string(static_cast<int>(repeats * repeat_s)) + " s, over the " +
+                   std::to_string(static_cast<int>(s.refit_case_budget_s)) + " s budget of a case");
+      Emit(line);
+      continue;
+    }
+    RefitRun alone;
+    if (Rank() == 0) alone = RunRefit(c, repeats, MPI_COMM_SELF, storage);
+    SleepingBarrier();
+    RefitRun together;
+    if (ranks > 1) together = RunRefit(c, repeats, MPI_COMM_WORLD, storage);
+    if (Rank() == 0) {
+      seconds_per_flop = (MedianOf(alone.repeats, &RefitTimes::features) +
+                          MedianOf(alone.repeats, &RefitTimes::gram)) /
+                         flops;
+      line.Add("repeats", repeats);
+      AddRefit(line, "r1_", alone);
+      if (ranks > 1) AddRefit(line, "r" + std::to_string(ranks) + "_", together);
+      line.Print();
+    }
+    MPI_Bcast(&seconds_per_flop, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  }
+}
+
+int Main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  Settings settings;
+  std::string only;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--quick") {
+      settings = QuickSettings();
+    } else if (arg.rfind("--only=", 0) == 0 &&
+               (arg == "--only=allreduce" || arg == "--only=update" ||
+                arg == "--only=least_squares")) {
+      only = arg.substr(7);
+    } else {
+      if (Rank() == 0) {
+        std::cerr << "usage: learner_bench [--quick] [--only=allreduce|update|least_squares]\n";
+      }
+      MPI_Finalize();
+      return 2;
+    }
+  }
+  const auto run = [&only](const char* section) { return only.empty() || only == section; };
+  torch::set_num_threads(1);
+  torch::manual_seed(1);
+  if (Rank() == 0) PrintMachineLine(settings.quick);
+  char version[MPI_MAX_LIBRARY_VERSION_STRING];
+  int length = 0;
+  MPI_Get_library_version(version, &length);
+  const std::string library(version, std::find(version, version + length, ','));
+  JsonLine mpi_line("mpi");
+  mpi_line.Add("library", library).Add("ranks", Ranks()).Add("torch_threads_per_rank", 1);
+  Emit(mpi_line);
+  const double start = core::NowSeconds();
+  if (run("allreduce")) {
+    AllreduceBench(settings);
+    AllreduceChunkBench(settings);
+  }
+  if (run("update")) UpdateBench(settings, SgemmBench(settings));
+  if (run("least_squares")) LeastSquaresBench(settings);
+  JsonLine done("done");
+  done.Add("seconds", core::NowSeconds() - start).Add("load1", Load1());
+  Emit(done);
+  MPI_Finalize();
+  return 0;
+}
+
+}  // namespace
+}  // namespace ferry::bench
+
+int main(int argc, char** argv) { return ferry::bench::Main(argc, argv); }
