@@ -153,12 +153,15 @@ inline std::vector<Figure> Alternate(int rounds,
 
 // a / b round by round for one rate (&Window::wall_rate or &Window::cpu_rate).
 // The two windows of a round lie seconds apart, so a change of load during the
-// run mostly cancels out of each ratio; their median is the ratio to quote.
+// run mostly cancels out of each ratio; their median is the ratio to quote. A
+// round whose baseline did nothing in its window says nothing and is skipped;
+// with no round left every field is NaN.
 inline Spread PairedRatio(const Figure& a, const Figure& b, double Window::*rate) {
   std::vector<double> ratios;
   for (size_t r = 0; r < a.windows.size() && r < b.windows.size(); ++r) {
-    ratios.push_back(a.windows[r].*rate / b.windows[r].*rate);
+    if (b.windows[r].*rate > 0) ratios.push_back(a.windows[r].*rate / b.windows[r].*rate);
   }
+  if (ratios.empty()) return {NAN, NAN, NAN};
   return Summarize(std::move(ratios));
 }
 
