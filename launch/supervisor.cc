@@ -209,32 +209,44 @@ std::vector<Child> Topology(const core::Config& config, const std::string& binar
   return children;
 }
 
-void StopAll(std::vector<Child>& children) {
+// SIGTERM to the children `pick` selects (whole process groups), SIGKILL to
+// those still running after the grace period.
+template <typename Pick>
+void StopGroup(std::vector<Child>& children, Pick pick) {
   for (auto& c : children) {
-    if (c.pid > 0) kill(-c.pid, SIGTERM);
+    if (c.pid > 0 && pick(c)) kill(-c.pid, SIGTERM);
   }
   const double deadline = core::NowSeconds() + kShutdownGrace;
   while (core::NowSeconds() < deadline) {
     bool any = false;
     for (auto& c : children) {
-      if (c.pid <= 0) continue;
+      if (c.pid <= 0 || !pick(c)) continue;
       if (waitpid(c.pid, nullptr, WNOHANG) == c.pid) {
         c.pid = -1;
       } else {
         any = true;
       }
     }
-    if (!any) break;
+    if (!any) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   for (auto& c : children) {
-    if (c.pid <= 0) continue;
+    if (c.pid <= 0 || !pick(c)) continue;
     std::fprintf(stderr, "ferry run: %s did not stop in %.0f s; killing it\n", c.name.c_str(),
                  kShutdownGrace);
     kill(-c.pid, SIGKILL);
     waitpid(c.pid, nullptr, 0);
     c.pid = -1;
   }
+}
+
+// The learner stops first, while the shards still serve it, so it can finish
+// its step and write its final checkpoint; then the actors; then the shards
+// (which write their final snapshots) and the paramserver.
+void StopAll(std::vector<Child>& children) {
+  StopGroup(children, [](const Child& c) { return c.is_learner; });
+  StopGroup(children, [](const Child& c) { return c.name.rfind("actor-", 0) == 0; });
+  StopGroup(children, [](const Child&) { return true; });
 }
 
 }  // namespace
