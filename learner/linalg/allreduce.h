@@ -2,14 +2,15 @@
 //
 // Gradients are fused into a single buffer (Horovod's tensor fusion) so each
 // step pays one collective's latency instead of one per parameter tensor.
-// Every rank of `comm` must call with the same size.
+// Every rank of `comm` must call with the same size. This is the plain MPI_Allreduce baseline;
+// learner/linalg/allreducer.h has faster algorithms and picks among them.
 #ifndef FERRY_LEARNER_LINALG_ALLREDUCE_H_
 #define FERRY_LEARNER_LINALG_ALLREDUCE_H_
 
+#include <mpi.h>
+
 #include <cstddef>
 #include <cstdint>
-
-#include <mpi.h>
 
 namespace ferry::learner::linalg {
 

@@ -21,8 +21,6 @@ Allreducer::Allreducer(MPI_Comm comm, Algorithm algorithm, size_t chunk_bytes)
     } else {
       algorithm_ = Algorithm::kMpi;
     }
-  } else if (algorithm_ == Algorithm::kRing) {
-    ring_ = std::make_unique<RingAllreduce>(comm_, chunk_floats);
   }
 }
 
@@ -36,9 +34,6 @@ void Allreducer::Sum(float* data, size_t count) {
   switch (algorithm_) {
     case Algorithm::kSharedMemory:
       shared_memory_->Sum(data, count);
-      return;
-    case Algorithm::kRing:
-      ring_->Sum(data, count);
       return;
     case Algorithm::kAuto:
     case Algorithm::kMpi:
@@ -55,8 +50,6 @@ std::string_view AlgorithmName(Allreducer::Algorithm algorithm) {
       return "mpi";
     case Allreducer::Algorithm::kSharedMemory:
       return "shared_memory";
-    case Allreducer::Algorithm::kRing:
-      return "ring";
   }
   return "unknown";
 }

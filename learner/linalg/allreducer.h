@@ -3,11 +3,11 @@
 //   kMpi           MPI_Allreduce (AllreduceSum): the baseline, any topology
 //   kSharedMemory  SharedMemoryAllreduce through one MPI shared-memory window; needs every rank
 //                  on one node, else it falls back to kMpi
-//   kRing          RingAllreduce: reduce-scatter + allgather over MPI_Sendrecv
 //   kAuto          kSharedMemory where every rank is on one node, else kMpi
 //
 // Every algorithm gives all ranks the same bits. docs/BENCHMARKS.md ("Learner") has the
-// measurements behind kAuto.
+// measurements behind kAuto; a ring (reduce-scatter + allgather over MPI_Sendrecv) measured there
+// was never the fastest and is gone.
 //
 // Threading: like an MPI communicator, an Allreducer is used by one thread per rank at a time,
 // and every rank makes the same calls in the same order with the same counts.
@@ -20,15 +20,14 @@
 #include <memory>
 #include <string_view>
 
-#include "learner/linalg/ring_allreduce.h"
 #include "learner/linalg/shared_memory_allreduce.h"
 
 namespace ferry::learner::linalg {
 
 class Allreducer {
  public:
-  enum class Algorithm { kAuto, kMpi, kSharedMemory, kRing };
-  // Pipeline chunk per rank: the shared-memory algorithm's slots, the ring's segments.
+  enum class Algorithm { kAuto, kMpi, kSharedMemory };
+  // The shared-memory algorithm's pipeline chunk, per rank.
   static constexpr size_t kDefaultChunkBytes = size_t{1} << 20;
 
   // Collective over `comm`, which it duplicates: its messages never mix with the caller's.
@@ -50,10 +49,9 @@ class Allreducer {
   MPI_Comm node_comm_ = MPI_COMM_NULL;
   Algorithm algorithm_;
   std::unique_ptr<SharedMemoryAllreduce> shared_memory_;
-  std::unique_ptr<RingAllreduce> ring_;
 };
 
-// "auto", "mpi", "shared_memory", "ring".
+// "auto", "mpi", "shared_memory".
 std::string_view AlgorithmName(Allreducer::Algorithm algorithm);
 
 }  // namespace ferry::learner::linalg

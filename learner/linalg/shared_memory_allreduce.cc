@@ -1,6 +1,7 @@
 #include "learner/linalg/shared_memory_allreduce.h"
 
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -21,10 +22,14 @@ constexpr size_t kLineBytes = 128;
 // Slices and slots start on a cache line: 16 floats.
 constexpr size_t kLineFloats = 64 / sizeof(float);
 constexpr int kSlotSets = 3;
-// Polling this long before sleeping in the kernel: ranks that each have a core meet within a
-// few microseconds, while a rank that shares its core with the rank it waits for must give the
-// core up, and under load the other rank may not run for milliseconds.
-constexpr auto kSpinTime = std::chrono::microseconds(20);
+// A barrier's waiter polls, then yields its core, then sleeps. Polling catches a peer on another
+// core within a few microseconds. Yielding lets a peer that shares the core run (MPI's own
+// busy-polling collapses to milliseconds per call there) and keeps the waiter from sleeping
+// through short waits: a futex wake-up costs tens of microseconds in a VM, and once the ranks
+// fall out of step each barrier would pay it. Waits longer than that (a peer still computing)
+// sleep on the futex.
+constexpr auto kPollTime = std::chrono::microseconds(20);
+constexpr auto kYieldTime = std::chrono::milliseconds(1);
 
 size_t RoundUp(size_t n, size_t multiple) { return (n + multiple - 1) / multiple * multiple; }
 
@@ -140,19 +145,26 @@ void SharedMemoryAllreduce::Barrier() {
 
 void SharedMemoryAllreduce::WaitFor(int rank) {
   std::atomic_ref<uint32_t> flag(*Flag(rank));
-  const auto spin_until = std::chrono::steady_clock::now() + kSpinTime;
-  for (int spins = 1; !Reached(flag.load(std::memory_order_acquire)); ++spins) {
-    CpuRelax();
-    if (spins % 64 == 0 && std::chrono::steady_clock::now() > spin_until) {
-      std::atomic_ref<uint32_t> sleepers(*Sleepers(rank));
-      sleepers.fetch_add(1);
-      // The kernel sleeps only while the flag still holds `seen`.
-      for (uint32_t seen = flag.load(); !Reached(seen); seen = flag.load()) {
-        FutexWait(Flag(rank), seen);
-      }
-      sleepers.fetch_sub(1);
-      return;
+  const auto start = std::chrono::steady_clock::now();
+  for (int polls = 1; !Reached(flag.load(std::memory_order_acquire)); ++polls) {
+    if (polls % 64 != 0) {
+      CpuRelax();
+      continue;
     }
+    const auto waited = std::chrono::steady_clock::now() - start;
+    if (waited < kPollTime) continue;
+    if (waited < kPollTime + kYieldTime) {
+      sched_yield();
+      continue;
+    }
+    std::atomic_ref<uint32_t> sleepers(*Sleepers(rank));
+    sleepers.fetch_add(1);
+    // The kernel sleeps only while the flag still holds `seen`.
+    for (uint32_t seen = flag.load(); !Reached(seen); seen = flag.load()) {
+      FutexWait(Flag(rank), seen);
+    }
+    sleepers.fetch_sub(1);
+    return;
   }
 }
 

@@ -16,9 +16,9 @@
 // Only rank r computes slice r and every rank copies it, so all ranks get the same bits.
 //
 // Threading: one thread per rank calls Sum; ranks call it in the same order with the same
-// count, like an MPI collective. The barrier polls for a few microseconds, then sleeps on a futex
-// in the window until the last rank arrives and wakes it (Linux only), so ranks that share cores
-// with each other or with other work give the cores up.
+// count, like an MPI collective. A rank waiting at a barrier polls, then yields its core, then
+// sleeps on a futex in the window until the last rank arrives (Linux only), so ranks that share
+// cores with each other or with other work give the cores up.
 #ifndef FERRY_LEARNER_LINALG_SHARED_MEMORY_ALLREDUCE_H_
 #define FERRY_LEARNER_LINALG_SHARED_MEMORY_ALLREDUCE_H_
 
