@@ -30,6 +30,7 @@
 #include "core/log.h"
 #include "learner/dqn_loss.h"
 #include "learner/dqn_updater.h"
+#include "learner/gradient_reducer.h"
 #include "learner/linalg/allreducer.h"
 #include "learner/linalg/least_squares.h"
 
@@ -154,13 +155,22 @@ void AllreduceBench(const Settings& s) {
     Emit(line);
     return;
   }
-  const std::vector<Algorithm> algorithms = {Algorithm::kMpi, Algorithm::kSharedMemory};
-  std::vector<std::unique_ptr<Allreducer>> allreducers;
-  for (Algorithm a : algorithms) {
-    allreducers.push_back(std::make_unique<Allreducer>(MPI_COMM_WORLD, a));
-  }
   // Zeros stay zeros however often they are summed; every buffer is touched before timing.
   std::vector<float> data(s.max_allreduce_bytes / sizeof(float));
+  Allreducer mpi(MPI_COMM_WORLD, Algorithm::kMpi);
+  Allreducer shared_memory(MPI_COMM_WORLD, Algorithm::kSharedMemory, Allreducer::kDefaultChunkBytes,
+                           data.size());
+  std::fill_n(shared_memory.buffer(), data.size(), 0.f);
+  // The learner's path is the zero-copy one: it packs gradients straight into the buffer.
+  struct Variant {
+    const char* name;
+    std::function<void(size_t count)> sum;
+  };
+  const std::vector<Variant> variants = {
+      {"mpi", [&](size_t count) { mpi.Sum(data.data(), count); }},
+      {"shared_memory", [&](size_t count) { shared_memory.Sum(data.data(), count); }},
+      {"shared_memory_zero_copy", [&](size_t count) { shared_memory.SumBuffer(0, count); }},
+  };
   std::vector<char> source(Rank() == 0 ? s.max_allreduce_bytes : 0, 1);
   std::vector<char> target(source.size(), 0);
 
@@ -178,23 +188,23 @@ void AllreduceBench(const Settings& s) {
       });
       return Window{static_cast<double>(bytes) / seconds, 0};
     });
-    for (auto& allreducer : allreducers) {
-      candidates.push_back([&, a = allreducer.get()] {
+    for (const Variant& variant : variants) {
+      candidates.push_back([&] {
         const double seconds =
-            TimeCollective(MPI_COMM_WORLD, s.window_s, [&] { a->Sum(data.data(), count); }).wall;
+            TimeCollective(MPI_COMM_WORLD, s.window_s, [&] { variant.sum(count); }).wall;
         return Window{static_cast<double>(bytes) / seconds, 0};
       });
     }
     const std::vector<Figure> figures = Alternate(s.rounds, candidates);
     const double memcpy_rate = figures[0].wall.median;
     const double mpi_busbw = figures[1].wall.median * BusFactor(ranks);
-    for (size_t a = 0; a < algorithms.size(); ++a) {
-      const Spread& algbw = figures[a + 1].wall;
+    for (size_t v = 0; v < variants.size(); ++v) {
+      const Spread& algbw = figures[v + 1].wall;
       const double busbw = algbw.median * BusFactor(ranks);
       JsonLine line("allreduce");
       line.Add("ranks", ranks)
           .Add("bytes", static_cast<int64_t>(bytes))
-          .Add("algorithm", std::string(AlgorithmName(algorithms[a])))
+          .Add("algorithm", variants[v].name)
           .Add("time_us", static_cast<double>(bytes) / algbw.median * 1e6)
           .Add("algbw_gbs", algbw.median / 1e9);
       AddSpread(line, "busbw_gbs", algbw, BusFactor(ranks) / 1e9);
@@ -307,15 +317,26 @@ double ForwardFlops(const ModelSpec& spec, int batch) {
   return flops + 2.0 * batch * in * spec.num_actions;
 }
 
+// A way of running the update: how many ranks, with how many LibTorch threads each, and how the
+// gradients are summed.
+struct UpdateConfig {
+  int ranks;
+  int threads;
+  Algorithm algorithm;
+  bool overlap = false;
+};
+
+// Buckets for the overlapped configurations: the 3x512 MLP's 2 MB of gradients in 8.
+constexpr size_t kOverlapBucketBytes = size_t{256} << 10;
+
 // One rank's share of the learner's update, as learner/apex_dqn.cc runs it: DqnUpdater's
-// Double-DQN loss and backward on a synthetic batch of `local_batch` rows, gradients packed into
-// one buffer and summed across `comm`, then clip and Adam.
+// Double-DQN loss and backward on a synthetic batch of `local_batch` rows, gradients summed
+// across `comm` by a GradientReducer, then clip and Adam.
 class UpdateLoop {
  public:
-  UpdateLoop(const ModelSpec& spec, int local_batch, MPI_Comm comm, Algorithm algorithm)
+  UpdateLoop(const ModelSpec& spec, int local_batch, MPI_Comm comm, const UpdateConfig& config)
       : updater_(Options(spec), torch::kCPU),
-        allreducer_(comm, algorithm),
-        fused_(static_cast<size_t>(updater_.num_parameters())) {
+        reducer_(updater_.online()->parameters(), comm, ReducerOptions(config)) {
     batch_.obs = torch::randn({local_batch, spec.obs_dim});
     batch_.next_obs = torch::randn({local_batch, spec.obs_dim});
     batch_.action = torch::randint(spec.num_actions, {local_batch}, torch::kInt64);
@@ -327,13 +348,13 @@ class UpdateLoop {
   void Step() {
     const double t0 = core::NowSeconds();
     const double cpu0 = ProcessCpuSeconds();  // LibTorch's threads included.
+    reducer_.BeginBackward();
     updater_.ComputeGradients(batch_, /*normaliser=*/kGlobalBatch);
-    updater_.PackGradients(/*have_gradients=*/true, fused_.data());
     const double cpu1 = ProcessCpuSeconds();
     const double t1 = core::NowSeconds();
-    allreducer_.Sum(fused_.data(), fused_.size());
+    reducer_.Reduce(/*have_gradients=*/true);
     const double t2 = core::NowSeconds();
-    updater_.UnpackGradients(fused_.data());
+    updater_.UnpackGradients(reducer_.gradients());
     updater_.ApplyGradients();
     const double t3 = core::NowSeconds();
     phases_.compute_ms += 1e3 * (t1 - t0);
@@ -355,8 +376,9 @@ class UpdateLoop {
     steps_ = 0;
     return means;
   }
-  size_t parameters() const { return fused_.size(); }
-  std::string_view algorithm() const { return AlgorithmName(allreducer_.algorithm()); }
+  int64_t parameters() { return updater_.num_parameters(); }
+  std::string_view algorithm() const { return AlgorithmName(reducer_.algorithm()); }
+  size_t buckets() const { return reducer_.num_buckets(); }
 
  private:
   static learner::UpdaterOptions Options(const ModelSpec& spec) {
@@ -367,20 +389,19 @@ class UpdateLoop {
     options.learning_rate = 1e-4;
     return options;
   }
+  static learner::GradientReducerOptions ReducerOptions(const UpdateConfig& config) {
+    learner::GradientReducerOptions options;
+    options.algorithm = config.algorithm;
+    options.overlap = config.overlap;
+    options.bucket_bytes = config.overlap ? kOverlapBucketBytes : size_t{1} << 30;
+    return options;
+  }
 
   learner::DqnUpdater updater_;
-  Allreducer allreducer_;
+  learner::GradientReducer reducer_;
   learner::DqnBatch batch_;
-  std::vector<float> fused_;
   Phases phases_;
   int64_t steps_ = 0;
-};
-
-// A way of running the update: how many ranks, with how many LibTorch threads each.
-struct UpdateConfig {
-  int ranks;
-  int threads;
-  Algorithm algorithm;
 };
 
 double MedianPhase(const std::vector<UpdateLoop::Phases>& windows,
@@ -397,6 +418,8 @@ void UpdateBench(const Settings& s, const SgemmRates& sgemm) {
     configs.push_back({1, ranks, Algorithm::kAuto});
     configs.push_back({ranks, 1, Algorithm::kSharedMemory});
     configs.push_back({ranks, 1, Algorithm::kMpi});
+    configs.push_back({ranks, 1, Algorithm::kSharedMemory, /*overlap=*/true});
+    configs.push_back({ranks, 1, Algorithm::kMpi, /*overlap=*/true});
   }
   for (const ModelSpec& spec : Models()) {
     std::vector<std::unique_ptr<UpdateLoop>> loops;
@@ -410,7 +433,7 @@ void UpdateBench(const Settings& s, const SgemmRates& sgemm) {
                           ? nullptr
                           : std::make_unique<UpdateLoop>(spec, kGlobalBatch / config.ranks,
                                                          alone ? MPI_COMM_SELF : MPI_COMM_WORLD,
-                                                         config.algorithm));
+                                                         config));
       UpdateLoop* loop = loops.back().get();
       candidates.push_back([&s, loop, alone, threads = config.threads, window = &phases[c]] {
         const auto run = [&](MPI_Comm comm) {
@@ -445,7 +468,9 @@ void UpdateBench(const Settings& s, const SgemmRates& sgemm) {
           .Add("batch", kGlobalBatch)
           .Add("ranks", config.ranks)
           .Add("threads_per_rank", config.threads)
-          .Add("allreduce", std::string(loops[c]->algorithm()));
+          .Add("allreduce", std::string(loops[c]->algorithm()))
+          .Add("overlap", config.overlap)
+          .Add("buckets", static_cast<int64_t>(loops[c]->buckets()));
       AddSpread(line, "updates_per_s", figures[c].wall, 1);
       line.Add("r1_updates_per_s", baseline)
           .Add("speedup", ups / baseline)

@@ -80,6 +80,11 @@ struct LearnerOptions {
   std::string device = "cpu";        // cpu | cuda.
   double checkpoint_period_seconds = 60;  // Also on SIGTERM; into <run.dir>/checkpoints.
   int checksum_period = 1000;        // Updates between cross-rank parameter checks.
+  // Gradient allreduce (learner/gradient_reducer.h): auto | mpi | shared_memory; with
+  // overlap_allreduce, buckets of bucket_bytes are reduced while backward runs.
+  std::string allreduce = "auto";
+  bool overlap_allreduce = false;
+  int bucket_bytes = 1 << 20;
   // LS-DQN: every lsdqn_period updates (0: off) refit the last layer by
   // regularised least squares on lsdqn_samples transitions, summed over ranks.
   int lsdqn_period = 0;

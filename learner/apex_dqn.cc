@@ -13,7 +13,7 @@
 #include "envs/env.h"
 #include "learner/dqn_updater.h"
 #include "learner/evaluation.h"
-#include "learner/linalg/allreduce.h"
+#include "learner/gradient_reducer.h"
 #include "learner/ls_refit.h"
 #include "learner/prefetcher.h"
 #include "paramserver/client.h"
@@ -21,7 +21,7 @@
 namespace ferry::learner {
 namespace {
 
-// Control slots appended to the fused gradient buffer.
+// Control slots in the fused gradient buffer (GradientReducer::control).
 enum Control : int { kEndCode = 0, kSignalled, kMissingData, kLossSum, kNumControl };
 
 torch::Tensor Column(const std::vector<uint8_t>& bytes, int rows, int per_row,
@@ -169,8 +169,18 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
                         core::TransitionSchema(obs_dim, true, 1), 1000 + rank,
                         config.seed * 104729ull + rank + updater.updates(), local_batch,
                         config.replay.beta, /*depth=*/2);
-  const int64_t num_params = updater.num_parameters();
-  std::vector<float> fused(num_params + kNumControl);
+  GradientReducerOptions reducer_options;
+  reducer_options.algorithm = *linalg::ParseAlgorithm(config.learner.allreduce);
+  reducer_options.overlap = config.learner.overlap_allreduce;
+  reducer_options.bucket_bytes = static_cast<size_t>(config.learner.bucket_bytes);
+  reducer_options.control_slots = kNumControl;
+  GradientReducer reducer(updater.online()->parameters(), comm, reducer_options);
+  if (rank == 0) {
+    core::Log("gradient allreduce: %s, %s, %zu bucket(s)",
+              std::string(linalg::AlgorithmName(reducer.algorithm())).c_str(),
+              reducer_options.overlap ? "overlapped with backward" : "after backward",
+              reducer.num_buckets());
+  }
 
   const double start = core::NowSeconds() - counters.elapsed_seconds;
   double last_eval = NAN;
@@ -197,6 +207,7 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
       rate_limited += sampled->wait_seconds;
       replay_size = sampled->global_size;
       lag = MedianLag(*sampled, updater.updates());
+      reducer.BeginBackward();
       DqnLoss loss = updater.ComputeGradients(ToTensors(*sampled, obs_dim, device),
                                               static_cast<double>(global_batch));
       td = loss.td.to(torch::kCPU);
@@ -204,7 +215,6 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
     } else if (!stop.load()) {
       core::Log("no batch this step: %s", sampled.status().message().c_str());
     }
-    updater.PackGradients(have_data, fused.data());
 
     int end_code = -1;
     if (rank == 0) {
@@ -216,13 +226,13 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
         end_code = static_cast<int>(RunEnd::kBudgetExhausted);
       }
     }
-    float* control = fused.data() + num_params;
+    float* control = reducer.control();
     control[kEndCode] = static_cast<float>(end_code + 1);
     control[kSignalled] = stop.load() ? 1.f : 0.f;
     control[kMissingData] = have_data ? 0.f : 1.f;
     control[kLossSum] = local_loss;
     const double t2 = core::NowSeconds();
-    linalg::AllreduceSum(fused.data(), fused.size(), comm);
+    reducer.Reduce(have_data);
     const double t3 = core::NowSeconds();
     wait_allreduce += t3 - t2;
 
@@ -236,7 +246,7 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
     }
     if (control[kMissingData] > 0) continue;  // Skipped on every rank alike.
 
-    updater.UnpackGradients(fused.data());
+    updater.UnpackGradients(reducer.gradients());
     updater.ApplyGradients();
     const int64_t updates = updater.updates();
     loss_acc += control[kLossSum];

@@ -3,8 +3,10 @@
 //   each rank: prefetched share of the global batch from every shard
 //           -> n-step (Double) DQN loss with IS weights (Huber) -> backward
 //           -> gradients fused into one buffer, plus a few control slots
-//              (end code, stop signal, ranks without data, loss)
-//           -> MPI allreduce -> identical clipped Adam step on every rank
+//              (end code, stop signal, ranks without data, loss), and summed
+//              across ranks (learner/gradient_reducer.h: shared memory on one
+//              node, MPI otherwise; optionally in buckets during backward)
+//           -> identical clipped Adam step on every rank
 //           -> |TD| priorities back to the owning shards
 //   every checksum_period: parameter checksums compared across ranks
 //   every lsdqn_period: least-squares refit of the head (learner/ls_refit.h)

@@ -15,6 +15,12 @@
 //
 // Only rank r computes slice r and every rank copies it, so all ranks get the same bits.
 //
+// Zero-copy: the window can also hold one buffer per rank (`buffer_floats`). A caller that
+// writes its data there (the learner packs its gradients straight into it) is reduced by
+// SumBuffer without the copy in and out: rank r sums slice r of every rank's buffer block by
+// block in L1 and stores the block into every rank's buffer, between two barriers. Each rank
+// then moves what one memcpy of its buffer moves.
+//
 // Threading: one thread per rank calls Sum; ranks call it in the same order with the same
 // count, like an MPI collective. A rank waiting at a barrier polls, then yields its core, then
 // sleeps on a futex in the window until the last rank arrives (Linux only), so ranks that share
@@ -34,8 +40,8 @@ class SharedMemoryAllreduce {
  public:
   // Collective over `node_comm`, whose ranks must all share memory (MPI_COMM_TYPE_SHARED);
   // `node_comm` must outlive this object. The window holds 3 x ranks chunks of `chunk_floats`
-  // (rounded up to a cache line).
-  SharedMemoryAllreduce(MPI_Comm node_comm, size_t chunk_floats);
+  // (rounded up to a cache line) and a buffer of `buffer_floats` per rank.
+  SharedMemoryAllreduce(MPI_Comm node_comm, size_t chunk_floats, size_t buffer_floats = 0);
   // Collective: every rank destroys its instance, before MPI_Finalize.
   ~SharedMemoryAllreduce();
   SharedMemoryAllreduce(const SharedMemoryAllreduce&) = delete;
@@ -45,6 +51,13 @@ class SharedMemoryAllreduce {
   // ranks is a caller bug and aborts.
   void Sum(float* data, size_t count);
 
+  // This rank's buffer in the window: buffer_floats() floats, zeroed at construction.
+  float* buffer() const { return Buffer(rank_); }
+  size_t buffer_floats() const { return buffer_floats_; }
+  // In-place sum of elements [begin, begin + count) of every rank's buffer(); afterwards every
+  // rank's buffer holds the same sums there. Same calling rules as Sum.
+  void SumBuffer(size_t begin, size_t count);
+
  private:
   struct Slice {
     size_t begin;
@@ -52,6 +65,7 @@ class SharedMemoryAllreduce {
   };
   Slice SliceOf(int rank, size_t chunk_size) const;
   float* Slot(uint64_t step, int rank) const;
+  float* Buffer(int rank) const;
   uint32_t* Flag(int rank) const;
   uint32_t* Sleepers(int rank) const;
   uint64_t* Count(int rank) const;
@@ -64,14 +78,17 @@ class SharedMemoryAllreduce {
   void WaitFor(int rank);
 
   MPI_Win window_ = MPI_WIN_NULL;
-  char* base_ = nullptr;  // Header (a line per rank), then kSlotSets x ranks slots.
+  char* base_ = nullptr;  // Header (a line per rank), kSlotSets x ranks slots, ranks buffers.
   size_t header_bytes_ = 0;
   int rank_ = 0;
   int ranks_ = 1;
   size_t chunk_floats_ = 0;
+  size_t buffer_floats_ = 0;
+  size_t buffer_stride_ = 0;  // buffer_floats_ rounded up to a cache line.
   uint32_t epoch_ = 0;  // Barriers passed, modulo 2^32; the same on every rank between calls.
   uint64_t step_ = 0;   // Chunks reduced; picks the slot set.
   std::vector<const float*> sources_;  // Reduce's inputs, one per rank.
+  std::vector<float> block_;           // SumBuffer's sums of one block, before they are stored.
 };
 
 }  // namespace ferry::learner::linalg

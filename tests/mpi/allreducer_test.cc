@@ -142,4 +142,46 @@ TEST_CASE("ranks of a split communicator reduce among themselves") {
 }
 
 }  // namespace
+TEST_CASE("the zero-copy buffer: ranges summed in place, blocking and in the background") {
+  // Uneven ranges, ranges of one float and of more than one block, 3 in flight at once.
+  const std::vector<std::pair<size_t, size_t>> ranges = {
+      {0, 1}, {1, 4095}, {4096, 1}, {4097, 70'000}, {74'097, 5903}};
+  const size_t floats = 80'000;
+  for (Algorithm algorithm : kAlgorithms) {
+    CAPTURE(AlgorithmName(algorithm));
+    Allreducer allreducer(MPI_COMM_WORLD, algorithm, Allreducer::kDefaultChunkBytes, floats);
+    REQUIRE(allreducer.buffer_floats() == floats);
+    float* buffer = allreducer.buffer();
+    for (int round = 0; round < 3; ++round) {
+      CAPTURE(round);
+      for (size_t i = 0; i < floats; ++i) buffer[i] = Value(Rank(), i);
+      if (round == 0) {
+        allreducer.SumBuffer(0, floats);
+      } else {
+        for (const auto& [begin, count] : ranges) allreducer.StartSumBuffer(begin, count);
+        if (round == 2) allreducer.SumBuffer(0, 0);  // Waits for the started ranges first.
+        allreducer.WaitAll();
+      }
+      CHECK(Mismatches(buffer, floats) == 0);
+      CHECK(SameOnEveryRank(buffer, floats));
+    }
+  }
+}
+
+TEST_CASE("shared memory gives the same bits whether a buffer is summed whole or in ranges") {
+  const size_t floats = 30'000;
+  Allreducer allreducer(MPI_COMM_WORLD, Algorithm::kSharedMemory, Allreducer::kDefaultChunkBytes,
+                        floats);
+  float* buffer = allreducer.buffer();
+  for (size_t i = 0; i < floats; ++i) buffer[i] = Value(Rank(), i);
+  allreducer.SumBuffer(0, floats);
+  const std::vector<float> whole(buffer, buffer + floats);
+  for (size_t i = 0; i < floats; ++i) buffer[i] = Value(Rank(), i);
+  for (size_t begin = 0; begin < floats; begin += 7001) {
+    allreducer.StartSumBuffer(begin, std::min<size_t>(7001, floats - begin));
+  }
+  allreducer.WaitAll();
+  CHECK(std::memcmp(whole.data(), buffer, floats * sizeof(float)) == 0);
+}
+
 }  // namespace ferry::learner::linalg
