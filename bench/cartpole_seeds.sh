@@ -3,11 +3,14 @@
 # JSON object per seed, then a summary: wall-clock to the target, env steps,
 # and the run's mean env steps/s and learner updates/s.
 #   usage: bench/cartpole_seeds.sh [BUILD_DIR] [SEEDS...]   (default: build, seeds 0-4)
+# SETS adds config overrides to every run, e.g. SETS="learner.lsdqn_period=500 seed=0".
 set -euo pipefail
 build=${1:-build}
 shift || true
 seeds=("${@:-0 1 2 3 4}")
 read -r -a seeds <<<"${seeds[*]}"
+sets=()
+for kv in ${SETS:-}; do sets+=(--set "$kv"); done
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
@@ -15,7 +18,7 @@ for seed in "${seeds[@]}"; do
   dir="$out/seed-$seed"
   start=$(date +%s.%N)
   set +e
-  "$build/ferry" run configs/cartpole.yaml --set seed="$seed" --set run.dir="$dir" >"$out/log-$seed" 2>&1
+  "$build/ferry" run configs/cartpole.yaml --set seed="$seed" --set run.dir="$dir" "${sets[@]}" >"$out/log-$seed" 2>&1
   code=$?
   set -e
   end=$(date +%s.%N)

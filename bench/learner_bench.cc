@@ -326,7 +326,8 @@ struct UpdateConfig {
   bool overlap = false;
 };
 
-// Buckets for the overlapped configurations: the 3x512 MLP's 2 MB of gradients in 8.
+// Buckets for the overlapped configurations. A bucket closes after the parameter that fills it,
+// so the 3x512 MLP (2 MB of gradients, three 512-wide layers) gets 3.
 constexpr size_t kOverlapBucketBytes = size_t{256} << 10;
 
 // One rank's share of the learner's update, as learner/apex_dqn.cc runs it: DqnUpdater's

@@ -66,19 +66,6 @@ DqnLoss DqnUpdater::ComputeGradients(const DqnBatch& batch, double normaliser) {
   return loss;
 }
 
-void DqnUpdater::PackGradients(bool have_gradients, float* out) {
-  for (auto& p : online_->parameters()) {
-    const auto n = static_cast<size_t>(p.numel());
-    if (have_gradients && p.grad().defined()) {
-      const torch::Tensor g = p.grad().to(torch::kCPU).contiguous();
-      std::memcpy(out, g.data_ptr<float>(), n * sizeof(float));
-    } else {
-      std::fill_n(out, n, 0.f);
-    }
-    out += n;
-  }
-}
-
 void DqnUpdater::UnpackGradients(const float* in) {
   for (auto& p : online_->parameters()) {
     torch::Tensor src = torch::from_blob(const_cast<float*>(in), p.sizes(), torch::kFloat32);

@@ -1,7 +1,7 @@
 // The learner's trainable state and its update step, apart from any transport.
 //
-//   ComputeGradients(batch) -> PackGradients(buffer) -> [allreduce across ranks]
-//   -> UnpackGradients(buffer) -> ApplyGradients(): clip, Adam, target sync
+//   ComputeGradients(batch) -> [sum across ranks: learner/gradient_reducer.h]
+//   -> UnpackGradients(summed) -> ApplyGradients(): clip, Adam, target sync
 //
 // Everything a resumed run needs (online and target networks, Adam moments,
 // update count, torch RNG state, the run's counters) is saved and loaded as one
@@ -48,8 +48,7 @@ class DqnUpdater {
   // Loss and gradients of `batch`; the loss is divided by `normaliser` (the
   // global batch size, so summing gradients across ranks gives the mean).
   DqnLoss ComputeGradients(const DqnBatch& batch, double normaliser);
-  // Flat gradient buffer of num_parameters() floats; zeros when !have_gradients.
-  void PackGradients(bool have_gradients, float* out);
+  // Replaces the gradients with num_parameters() floats in parameter order.
   void UnpackGradients(const float* in);
   // Clipped Adam step; copies online -> target every target_update_period.
   void ApplyGradients();

@@ -42,11 +42,8 @@ std::vector<DqnBatch> Batches(int count) {
 }
 
 void Train(DqnUpdater& updater, const std::vector<DqnBatch>& batches, size_t from, size_t to) {
-  std::vector<float> grads(updater.num_parameters());
   for (size_t i = from; i < to; ++i) {
     updater.ComputeGradients(batches[i], /*normaliser=*/32);
-    updater.PackGradients(true, grads.data());
-    updater.UnpackGradients(grads.data());
     updater.ApplyGradients();
   }
 }
