@@ -1,6 +1,7 @@
 #include "core/metrics.h"
 
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
@@ -35,6 +36,7 @@ MetricsRecord& MetricsRecord::Add(const std::string& key, double value) {
     std::snprintf(buf, sizeof(buf), "null");  // JSON has no NaN or infinity.
   }
   fields_.emplace_back(key, buf);
+  numbers_.emplace_back(key, value);
   return *this;
 }
 
@@ -53,20 +55,55 @@ std::string MetricsRecord::ToJson() const {
 }
 
 MetricsWriter::~MetricsWriter() {
-  if (file_) std::fclose(file_);
+  for (std::FILE* f : {json_, csv_}) {
+    if (f) std::fclose(f);
+  }
 }
 
-Status MetricsWriter::Open(const std::string& path) {
-  file_ = std::fopen(path.c_str(), "a");
-  if (!file_) return Unavailable("cannot open metrics file " + path + ": " + std::strerror(errno));
-  return Status::Ok();
+Status MetricsWriter::Open(const std::string& run_dir) {
+  const std::string json_path = run_dir + "/metrics.jsonl";
+  const std::string csv_path = run_dir + "/metrics.csv";
+  json_ = std::fopen(json_path.c_str(), "a");
+  if (!json_) return Unavailable("cannot open metrics file " + json_path + ": " + std::strerror(errno));
+  csv_ = std::fopen(csv_path.c_str(), "a");
+  if (!csv_) return Unavailable("cannot open metrics file " + csv_path + ": " + std::strerror(errno));
+  if (std::ftell(csv_) == 0) std::fputs("time,updates,env_steps,key,value\n", csv_);
+  return tensorboard_.Open(run_dir + "/tensorboard");
 }
 
 void MetricsWriter::Write(const MetricsRecord& record) {
-  if (!file_) return;
+  if (!json_) return;
   const std::string line = record.ToJson() + "\n";
-  std::fwrite(line.data(), 1, line.size(), file_);
-  std::fflush(file_);
+  std::fwrite(line.data(), 1, line.size(), json_);
+  std::fflush(json_);
+
+  // The axes: time, updates and env_steps, where the record has them.
+  std::string axes[3];
+  double step_updates = 0;
+  double step_env = -1;
+  std::vector<std::pair<std::string, double>> scalars;
+  for (const auto& [key, value] : record.numbers()) {
+    const int axis = key == "time" ? 0 : key == "updates" ? 1 : key == "env_steps" ? 2 : -1;
+    if (axis < 0) {
+      if (std::isfinite(value)) scalars.emplace_back(key, value);
+      continue;
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.10g", value);
+    axes[axis] = buf;
+    if (axis == 1) step_updates = value;
+    if (axis == 2) step_env = value;
+  }
+  for (const auto& [key, value] : scalars) {
+    std::fprintf(csv_, "%s,%s,%s,%s,%.10g\n", axes[0].c_str(), axes[1].c_str(), axes[2].c_str(),
+                 key.c_str(), value);
+  }
+  std::fflush(csv_);
+  const double wall_time =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  tensorboard_.WriteScalars(wall_time,
+                            static_cast<int64_t>(step_env >= 0 ? step_env : step_updates),
+                            scalars);
 }
 
 }  // namespace ferry::core

@@ -149,7 +149,7 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
         context, core::ParamServerEndpoint(config));
     const auto blob = models::ToBlob(*updater.online());
     publisher->Publish(updater.updates(), blob.data(), blob.size());
-    FERRY_RETURN_IF_ERROR(metrics.Open(run_dir + "/metrics.jsonl"));
+    FERRY_RETURN_IF_ERROR(metrics.Open(run_dir));
   }
   auto checkpoint = [&](const char* why) {
     const std::string path = CheckpointPath(checkpoint_dir, updater.updates());
