@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -209,6 +210,15 @@ std::vector<Child> Topology(const core::Config& config, const std::string& binar
   return children;
 }
 
+// Whether the learner has written a checkpoint it can resume from.
+bool HasCheckpoint(const std::string& run_dir) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(fs::path(run_dir) / "checkpoints", ec)) {
+    if (entry.path().extension() == ".pt") return true;
+  }
+  return false;
+}
+
 // SIGTERM to the children `pick` selects (whole process groups), SIGKILL to
 // those still running after the grace period.
 template <typename Pick>
@@ -319,8 +329,19 @@ int RunTopology(const RunRequest& request) {
         if (c.pid != pid) continue;
         c.pid = -1;
         if (c.is_learner) {
-          learner_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-          break;
+          // The learner ends a run itself (target, budget) and records why; any other exit is a
+          // crash of some rank, and MPI has no fault tolerance: the whole learner starts again,
+          // from its newest checkpoint once it has one.
+          tail.Poll(&progress);
+          const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+          if (!progress.end.empty() || code == 0 || code == 2) {
+            learner_status = code;
+            break;
+          }
+          if (HasCheckpoint(config.run.dir) &&
+              std::find(c.argv.begin(), c.argv.end(), "--resume") == c.argv.end()) {
+            c.argv.push_back("--resume");
+          }
         }
         if (++c.restarts > kMaxRestarts) {
           failure = c.name + " crashed " + std::to_string(c.restarts) + " times; giving up (see " +

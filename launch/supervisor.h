@@ -3,7 +3,9 @@
 //   resolve config -> run dir (config.yaml, logs/) -> start replay shards and
 //   the paramserver -> the learner under mpirun -> the actors -> watch:
 //     progress line from metrics.jsonl; crashed actors, shards and the
-//     paramserver restarted with back-off; the learner's exit ends the run
+//     paramserver restarted with back-off (shards restore their snapshots), a
+//     crashed learner (any rank) restarted whole from its newest checkpoint;
+//     the learner's own end (target, budget) ends the run
 //   -> SIGTERM to every child (its whole process group), SIGKILL after a grace
 //      period -> one-line summary; exit code 0 = target reached, 2 = budget.
 //
