@@ -8,6 +8,8 @@
 #include <string_view>
 #include <utility>
 
+#include "envs/box2d/lunar_lander.h"
+#include "envs/bsuite/catch.h"
 #include "envs/classic_control/acrobot.h"
 #include "envs/classic_control/cartpole.h"
 #include "envs/classic_control/mountain_car.h"
@@ -22,6 +24,11 @@ std::unique_ptr<Env> Make(uint64_t seed) {
   return std::make_unique<E>(seed);
 }
 
+template <bool kContinuous>
+std::unique_ptr<Env> MakeLunarLander(uint64_t seed) {
+  return std::make_unique<box2d::LunarLanderEnv>(seed, kContinuous);
+}
+
 struct Registration {
   std::string_view id;
   std::unique_ptr<Env> (*make)(uint64_t seed);
@@ -30,11 +37,20 @@ struct Registration {
 constexpr Registration kRegistry[] = {
     {"Acrobot-v1", &Make<classic_control::AcrobotEnv>},
     {"CartPole-v1", &Make<classic_control::CartPoleEnv>},
+    {"LunarLander-v2", &MakeLunarLander</*kContinuous=*/false>},
+    {"LunarLanderContinuous-v2", &MakeLunarLander</*kContinuous=*/true>},
     {"MountainCar-v0", &Make<classic_control::MountainCarEnv>},
     {"Pendulum-v1", &Make<classic_control::PendulumEnv>},
+    {"bsuite/Catch-v0", &Make<bsuite::CatchEnv>},
 };
 
-void AppendFloats(std::ostringstream& out, const std::vector<float>& values) {
+// One number when every element has the same bound, else the list.
+void AppendBounds(std::ostringstream& out, const std::vector<float>& values) {
+  if (values.size() > 1 &&
+      std::all_of(values.begin(), values.end(), [&](float v) { return v == values[0]; })) {
+    out << values[0];
+    return;
+  }
   out << '[';
   for (size_t i = 0; i < values.size(); ++i) out << (i ? ", " : "") << values[i];
   out << ']';
@@ -79,6 +95,18 @@ bool Space::Contains(const float* x) const {
   return true;
 }
 
+void Space::Sample(std::mt19937_64& rng, float* x) const {
+  if (kind == Kind::kDiscrete) {
+    x[0] = static_cast<float>(std::min(n - 1, static_cast<int>(internal::UniformReal(rng, 0, n))));
+    return;
+  }
+  for (int i = 0; i < flat_size(); ++i) {
+    FERRY_CHECK(std::isfinite(static_cast<double>(high[i]) - low[i]));
+    // Rounding to float never leaves [low, high]: both ends are floats.
+    x[i] = static_cast<float>(internal::UniformReal(rng, low[i], high[i]));
+  }
+}
+
 std::string Space::ToString() const {
   std::ostringstream out;
   if (kind == Kind::kDiscrete) {
@@ -88,9 +116,9 @@ std::string Space::ToString() const {
   out << "Box(shape=[";
   for (size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
   out << "], low=";
-  AppendFloats(out, low);
+  AppendBounds(out, low);
   out << ", high=";
-  AppendFloats(out, high);
+  AppendBounds(out, high);
   out << ')';
   return out.str();
 }

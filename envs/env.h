@@ -2,11 +2,13 @@
 //
 //   Reset(obs) -> Step(action, obs) -> ... -> terminated or truncated -> Reset(obs)
 //
-// Observations and actions are flat float32 arrays owned by the caller; a
-// Discrete action is passed as one float holding the index. Truncation (the
-// time limit) is not termination: a learner bootstraps through it. Each env
-// owns its RNG, seeded at construction, so the same seed gives the same
-// trajectory on every machine. An Env is used from one thread at a time.
+// Observations and actions are flat float32 arrays owned by the caller, a
+// multi-dimensional Box (an image) in row-major order; a Discrete action is
+// passed as one float holding the index. Truncation (the time limit) is not
+// termination: a learner bootstraps through it. Each env owns its RNG, seeded
+// at construction, so the same seed gives the same trajectory on every machine
+// (for the Box2D family: with the same libbox2d build). An Env is used from one
+// thread at a time.
 //
 // Step after the episode ended, or before the first Reset, is a caller bug and
 // aborts. A Discrete action that is not a valid index never causes undefined
@@ -39,6 +41,11 @@ struct Space {
   // Elements in one flat sample: 1 for Discrete, product of shape for Box.
   int flat_size() const;
   bool Contains(const float* x) const;
+  // Writes a uniform random element: an index for Discrete, each element on
+  // [low, high] for Box. Every Box bound must be finite (aborts otherwise).
+  void Sample(std::mt19937_64& rng, float* x) const;
+  // E.g. "Discrete(4)", "Box(shape=[2], low=[-1, 0], high=[1, 2.5])"; bounds
+  // that are the same for every element print once: "Box(shape=[10, 5], low=0, high=1)".
   std::string ToString() const;
 };
 
@@ -53,6 +60,9 @@ class Env {
   virtual ~Env() = default;
   virtual const Space& observation_space() const = 0;
   virtual const Space& action_space() const = 0;
+  // The step of an episode on which it is truncated; 0 when the env has no
+  // time limit.
+  virtual int max_episode_steps() const = 0;
   // Starts a new episode and writes its first observation.
   virtual void Reset(float* obs) = 0;
   // Advances one step; writes the next observation (the final one when the
@@ -60,7 +70,7 @@ class Env {
   virtual StepResult Step(const float* action, float* obs) = 0;
 };
 
-// Creates a registered env by id (e.g. "CartPole-v1"), seeded with `seed`.
+// Creates a registered env by id (e.g. "CartPole-v1", "bsuite/Catch-v0"), seeded with `seed`.
 Result<std::unique_ptr<Env>> MakeEnv(const std::string& id, uint64_t seed);
 // Ids of all registered envs, sorted.
 std::vector<std::string> RegisteredEnvs();

@@ -10,7 +10,7 @@ TimeLimitedEnv::TimeLimitedEnv(uint64_t seed, Space observation_space, Space act
       observation_space_(std::move(observation_space)),
       action_space_(std::move(action_space)),
       max_episode_steps_(max_episode_steps) {
-  FERRY_CHECK(max_episode_steps_ > 0);
+  FERRY_CHECK(max_episode_steps_ >= 0);
 }
 
 void TimeLimitedEnv::Reset(float* obs) {
@@ -26,14 +26,15 @@ StepResult TimeLimitedEnv::Step(const float* action, float* obs) {
   StepResult result;
   result.reward = outcome.reward;
   result.terminated = outcome.terminated;
-  result.truncated = ++elapsed_steps_ >= max_episode_steps_;
+  result.truncated = max_episode_steps_ > 0 && ++elapsed_steps_ >= max_episode_steps_;
   needs_reset_ = result.terminated || result.truncated;
   WriteObservation(obs);
   return result;
 }
 
 void TimeLimitedEnv::ResumeEpisode(int elapsed_steps) {
-  FERRY_CHECK(elapsed_steps >= 0 && elapsed_steps < max_episode_steps_);
+  FERRY_CHECK(elapsed_steps >= 0 &&
+              (max_episode_steps_ == 0 || elapsed_steps < max_episode_steps_));
   elapsed_steps_ = elapsed_steps;
   needs_reset_ = false;
 }

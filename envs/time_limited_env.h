@@ -1,6 +1,6 @@
 // The episode bookkeeping the env families share: a seeded RNG, the two
-// spaces, and an episode that ends when the MDP terminates or is truncated
-// after a fixed number of steps.
+// spaces, and an episode that ends when the MDP terminates or, in an env with
+// a time limit, is truncated after a fixed number of steps.
 //
 // A subclass implements the three private hooks and inherits Reset and Step,
 // which are final; its SetState, if any, ends with ResumeEpisode.
@@ -24,9 +24,10 @@ class TimeLimitedEnv : public Env {
  public:
   const Space& observation_space() const final { return observation_space_; }
   const Space& action_space() const final { return action_space_; }
+  int max_episode_steps() const final { return max_episode_steps_; }
   void Reset(float* obs) final;
   // Truncates on the `max_episode_steps`-th step since Reset, whether or not
-  // that step also terminates.
+  // that step also terminates; never when max_episode_steps is 0.
   StepResult Step(const float* action, float* obs) final;
 
  protected:
@@ -36,13 +37,15 @@ class TimeLimitedEnv : public Env {
     bool terminated = false;
   };
 
-  // `seed` seeds the RNG that ResetState draws from; max_episode_steps > 0.
+  // `seed` seeds the RNG that ResetState draws from; max_episode_steps >= 0,
+  // 0 for no time limit.
   TimeLimitedEnv(uint64_t seed, Space observation_space, Space action_space, int max_episode_steps);
 
   // For a subclass's SetState, after it has set a valid state: continues the
   // current episode as if `elapsed_steps` steps had been taken, so tests can
   // start from chosen states near a threshold or the time limit. Aborts
-  // unless 0 <= elapsed_steps < max_episode_steps.
+  // unless 0 <= elapsed_steps < max_episode_steps (any elapsed_steps >= 0
+  // without a time limit).
   void ResumeEpisode(int elapsed_steps);
 
  private:

@@ -1,6 +1,6 @@
 // TimeLimitedEnv's episode bookkeeping through a minimal subclass: truncation
-// at the limit, Reset and ResumeEpisode restarting the count, and the hooks'
-// results reaching the caller.
+// at the limit (and never without one), Reset and ResumeEpisode restarting
+// the count, and the hooks' results reaching the caller.
 #include "envs/time_limited_env.h"
 
 #include <doctest/doctest.h>
@@ -17,9 +17,9 @@ class CountingEnv final : public TimeLimitedEnv {
  public:
   static constexpr int kMaxEpisodeSteps = 3;
 
-  explicit CountingEnv(uint64_t seed)
+  explicit CountingEnv(uint64_t seed, int max_episode_steps = kMaxEpisodeSteps)
       : TimeLimitedEnv(seed, Space::Box({1}, {0.f}, {1000.f}), Space::Discrete(2),
-                       kMaxEpisodeSteps) {}
+                       max_episode_steps) {}
 
   void SetCount(int count, int elapsed_steps) {
     count_ = count;
@@ -45,10 +45,12 @@ float ResetObservation(Env& env) {
 
 StepResult StepWith(Env& env, float action, float* obs) { return env.Step(&action, obs); }
 
-TEST_CASE("the spaces are the ones given at construction") {
+TEST_CASE("the spaces and time limit are the ones given at construction") {
   const CountingEnv env(/*seed=*/1);
   CHECK(env.observation_space().ToString() == "Box(shape=[1], low=[0], high=[1000])");
   CHECK(env.action_space().ToString() == "Discrete(2)");
+  CHECK(env.max_episode_steps() == CountingEnv::kMaxEpisodeSteps);
+  CHECK(CountingEnv(/*seed=*/1, /*max_episode_steps=*/0).max_episode_steps() == 0);
 }
 
 TEST_CASE("Reset draws from the RNG seeded at construction and writes the observation") {
@@ -86,6 +88,21 @@ TEST_CASE("truncates exactly at the limit, also on a terminating step, and Reset
     CHECK(last.truncated);
     CHECK(last.terminated == (episode == 1));
   }
+}
+
+TEST_CASE("without a time limit, only termination ends an episode") {
+  CountingEnv env(/*seed=*/1, /*max_episode_steps=*/0);
+  float obs = -1.f;
+  ResetObservation(env);
+  for (int step = 0; step < 10 * CountingEnv::kMaxEpisodeSteps; ++step) {
+    REQUIRE_FALSE(StepWith(env, 0.f, &obs).truncated);
+  }
+  const StepResult last = StepWith(env, 1.f, &obs);
+  CHECK(last.terminated);
+  CHECK_FALSE(last.truncated);
+  env.SetCount(5, /*elapsed_steps=*/1000);
+  CHECK_FALSE(StepWith(env, 0.f, &obs).truncated);
+  CHECK(obs == 6.f);
 }
 
 TEST_CASE("Reset in mid-episode restarts the count") {
