@@ -1,18 +1,23 @@
 // Replay throughput, each figure beside baselines measured in the same run.
 //
 //   memcpy  copy bandwidth over buffers far larger than the caches
+//   crc     the wire checksum, vs one crc32q stream and memcpy of the same buffer
 //   table   Table::Sample / UpdatePriorities / Insert at 1M capacity
 //             vs a textbook binary-tree replay and a no-tree memory-touch floor
 //   shard   one ShardServer on loopback TCP: ReplayWriter inserts (1, 4, 16 actors) and
 //           ReplaySampler samples (1, 2 learners) for 52 B, 2 KB and 56 KB rows
 //             vs raw ZeroMQ moving the same frames with the same window, acked and not
 //   shards  K = 1, 2, 4 shards: 4 writers spread over them, one sampler over all
+//   compression  replay.compression lz4 vs none on Atari-like frames: bytes per
+//           transition, Table and shard insert/sample rates
 //
 // Shards, raw servers and clients are threads of this process, each with its
 // own ZeroMQ context, as separate processes would have. Table figures count
 // this thread's CPU time; wire figures count wall time, and the whole
 // process's CPU time per transition beside it (bench/bench.h says why).
-//   usage: replay_bench [--quick] [--only=table|shard|shards]
+//   usage: replay_bench [--quick] [--only=crc|table|shard|shards|compression]
+//                       [--rows=cartpole|obs_1KB|atari]
+// (--rows limits the shard section to one row class.)
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -35,6 +40,7 @@
 
 #include "bench/bench.h"
 #include "bench/binary_tree_replay.h"
+#include "core/crc32c.h"
 #include "core/experience.h"
 #include "core/log.h"
 #include "core/status.h"
@@ -62,6 +68,7 @@ struct Settings {
   double warmup_s = 0.08;        // Untimed run before it: connections, queues, caches.
   double table_window_s = 0.15;  // One timed window of a table or memcpy benchmark.
   int capacity_shift = 0;        // Every table and shard holds 2^-shift of its full capacity.
+  std::string rows;              // Run the shard section for this row class only (--rows=).
 
   int64_t capacity(int64_t full) const { return full >> capacity_shift; }
 };
@@ -155,6 +162,52 @@ double MemcpyBench(const Settings& s) {
   AddSpread(line, {f.cpu.median / 1e9, f.cpu.min / 1e9, f.cpu.max / 1e9}, s, s.table_window_s);
   line.Print();
   return f.cpu.median / 1e9;
+}
+
+// The wire checksum over one buffer, cache-resident (a 28 KB-observation
+// insert batch is 450 KB) and not (64 MB), against one crc32q stream (the
+// checksum before it ran three) and memcpy of the same bytes.
+void CrcBench(const Settings& s) {
+  std::mt19937_64 rng(6);
+  for (size_t bytes : {size_t{256} << 10, size_t{64} << 20}) {
+    const std::vector<uint8_t> src = RandomBytes(bytes, rng);
+    std::vector<uint8_t> dst(bytes);
+    uint32_t sink = 0;
+    const double w = s.table_window_s;
+    const auto f =
+        Alternate(s.rounds, {[&] {
+                               return TimeOnThisThread(w, [&] {
+                                 sink ^= core::Crc32c(0, src.data(), bytes);
+                                 return static_cast<int64_t>(bytes);
+                               });
+                             },
+                             [&] {
+                               return TimeOnThisThread(w, [&] {
+                                 sink ^= core::internal::Crc32cOneStream(0, src.data(), bytes);
+                                 return static_cast<int64_t>(bytes);
+                               });
+                             },
+                             [&] {
+                               return TimeOnThisThread(w, [&] {
+                                 std::memcpy(dst.data(), src.data(), bytes);
+                                 KeepAlive(dst.data());
+                                 return static_cast<int64_t>(bytes);
+                               });
+                             }});
+    KeepAlive(&sink);
+    JsonLine line("crc32c");
+    line.Add("bytes", bytes)
+        .Add("value", f[0].cpu.median / 1e9)
+        .Add("unit", "GB/s checksummed, per CPU second")
+        .Add("baseline", "one crc32q stream")
+        .Add("baseline_value", f[1].cpu.median / 1e9)
+        .Add("ratio", PairedRatio(f[0], f[1], &Window::cpu_rate).median)
+        .Add("ceiling", "memcpy of the same buffer")
+        .Add("ceiling_value", f[2].cpu.median / 1e9)
+        .Add("ceiling_ratio", PairedRatio(f[0], f[2], &Window::cpu_rate).median);
+    AddSpread(line, {f[0].cpu.median / 1e9, f[0].cpu.min / 1e9, f[0].cpu.max / 1e9}, s, w);
+    line.Print();
+  }
 }
 
 // Times Table against the naive replay and the floor, and prints one line.
@@ -648,6 +701,7 @@ constexpr char kPlacement[] = "shard threads in one process, one ZeroMQ context 
 void ShardBenches(const Settings& s, double memcpy_gbps) {
   std::mt19937_64 rng(4);
   for (const RowClass& rc : RowClasses(s)) {
+    if (!s.rows.empty() && rc.name != s.rows) continue;
     const ShardThread shard(BenchShardOptions(rc, /*shard_id=*/0, rc.capacity));
     std::atomic<int64_t> done{0}, pulled{0};
     const RawServer acker(RawServer::Mode::kAck, rc.schema, rc.insert_batch, nullptr);
@@ -677,6 +731,148 @@ void ShardBenches(const Settings& s, double memcpy_gbps) {
           .Print();
     }
   }
+}
+
+// Synthetic Atari observations: 4 stacked 84x84 frames, interleaved per pixel
+// (shape {84, 84, 4}), of a banded background with eight 8x8 sprites that move
+// one pixel per frame; next_obs is the same scene a step later. Random bytes
+// would not compress, real frames (not available here) compress better or worse.
+Rows AtariLikeRows(const core::Schema& schema, int count, std::mt19937_64& rng) {
+  Rows rows = RandomRows(schema, count, rng);
+  constexpr int kSide = 84, kStack = 4, kSprites = 8, kSpriteSide = 8;
+  for (int r = 0; r < count; ++r) {
+    int x[kSprites], y[kSprites];
+    uint8_t shade[kSprites];
+    for (int i = 0; i < kSprites; ++i) {
+      x[i] = static_cast<int>(rng() % (kSide - kSpriteSide - 8));
+      y[i] = static_cast<int>(rng() % (kSide - kSpriteSide));
+      shade[i] = static_cast<uint8_t>(64 + rng() % 192);
+    }
+    for (int c : {core::kObs, core::kNextObs}) {
+      uint8_t* obs = rows.columns[c].data() + static_cast<size_t>(r) * kSide * kSide * kStack;
+      for (int py = 0; py < kSide; ++py) {
+        for (int px = 0; px < kSide * kStack; ++px) obs[py * kSide * kStack + px] = (py / 12) * 8;
+      }
+      const int step = c == core::kNextObs ? 1 : 0;
+      for (int f = 0; f < kStack; ++f) {
+        for (int i = 0; i < kSprites; ++i) {
+          for (int sy = 0; sy < kSpriteSide; ++sy) {
+            for (int sx = 0; sx < kSpriteSide; ++sx) {
+              const int px = x[i] + f + step + sx, py = y[i] + sy;
+              obs[(py * kSide + px) * kStack + f] = shade[i];
+            }
+          }
+        }
+      }
+    }
+  }
+  return rows;
+}
+
+// replay.compression: a Table and a shard storing Atari-like observations
+// LZ4-compressed against the same uncompressed, in memory and throughput.
+void CompressionBenches(const Settings& s) {
+  const RowClass rc = RowClasses(s)[2];
+  std::mt19937_64 rng(7);
+  const Rows rows = AtariLikeRows(rc.schema, rc.insert_batch, rng);
+  const std::vector<const uint8_t*> columns = rows.pointers();
+  replay::Table plain(rc.schema, rc.capacity, kAlpha, replay::SelectorKind::kPrioritized,
+                      replay::Compression::kNone);
+  replay::Table lz4(rc.schema, rc.capacity, kAlpha, replay::SelectorKind::kPrioritized,
+                    replay::Compression::kLz4);
+  for (int64_t done = 0; done < rc.capacity; done += rc.insert_batch) {
+    const Rows fresh = AtariLikeRows(rc.schema, rc.insert_batch, rng);
+    plain.Insert(rc.insert_batch, fresh.pointers(), fresh.priorities.data());
+    lz4.Insert(rc.insert_batch, fresh.pointers(), fresh.priorities.data());
+  }
+  const double row_bytes = static_cast<double>(rc.schema.row_bytes());
+  for (auto* table : {&plain, &lz4}) {
+    JsonLine("compression_memory")
+        .Add("rows", rc.name)
+        .Add("compression", replay::CompressionName(table->compression()))
+        .Add("capacity", table->capacity())
+        .Add("value", static_cast<double>(table->resident_bytes()) / table->capacity())
+        .Add("unit", "resident bytes per transition (Table::resident_bytes / capacity)")
+        .Add("row_bytes", rc.schema.row_bytes())
+        .Add("ratio", static_cast<double>(table->resident_bytes()) / table->capacity() / row_bytes)
+        .Print();
+  }
+  std::mt19937_64 rng_plain(8), rng_lz4(8);
+  replay::SampleBatch out_plain, out_lz4;
+  const double w = s.table_window_s;
+  auto table_line = [&](const std::string& bench, const Figure& a, const Figure& b) {
+    JsonLine line(bench);
+    line.Add("rows", rc.name)
+        .Add("value", a.cpu.median)
+        .Add("unit", "transitions/s, per CPU second")
+        .Add("clock", "thread CPU time")
+        .Add("baseline", "the same Table uncompressed")
+        .Add("baseline_value", b.cpu.median)
+        .Add("ratio", PairedRatio(a, b, &Window::cpu_rate).median);
+    AddSpread(line, a.cpu, s, w);
+    line.Print();
+  };
+  const auto inserts =
+      Alternate(s.rounds, {[&] {
+                             return TimeOnThisThread(w, [&] {
+                               lz4.Insert(rows.count, columns, rows.priorities.data());
+                               return rows.count;
+                             });
+                           },
+                           [&] {
+                             return TimeOnThisThread(w, [&] {
+                               plain.Insert(rows.count, columns, rows.priorities.data());
+                               return rows.count;
+                             });
+                           }});
+  table_line("compression_table_insert", inserts[0], inserts[1]);
+  const auto samples =
+      Alternate(s.rounds, {[&] {
+                             return TimeOnThisThread(w, [&] {
+                               lz4.Sample(rc.sample_batch, rng_lz4, &out_lz4);
+                               return rc.sample_batch;
+                             });
+                           },
+                           [&] {
+                             return TimeOnThisThread(w, [&] {
+                               plain.Sample(rc.sample_batch, rng_plain, &out_plain);
+                               return rc.sample_batch;
+                             });
+                           }});
+  table_line("compression_table_sample", samples[0], samples[1]);
+
+  // Over the wire: 4 actors inserting, then 1 learner sampling, into a shard of each kind.
+  replay::ShardOptions plain_options = BenchShardOptions(rc, /*shard_id=*/0, rc.capacity);
+  replay::ShardOptions lz4_options = BenchShardOptions(rc, /*shard_id=*/1, rc.capacity);
+  lz4_options.compression = replay::Compression::kLz4;
+  const ShardThread plain_shard(plain_options), lz4_shard(lz4_options);
+  std::atomic<int64_t> done{0};
+  auto wire_line = [&](const std::string& bench, int clients, const Figure& a, const Figure& b) {
+    const Spread ratio = PairedRatio(a, b, &Window::wall_rate);
+    JsonLine line(bench);
+    line.Add("rows", rc.name)
+        .Add("clients", clients)
+        .Add("value", a.wall.median)
+        .Add("unit", "transitions/s")
+        .Add("baseline", "the same shard uncompressed")
+        .Add("baseline_value", b.wall.median)
+        .Add("ratio", ratio.median)
+        .Add("ratio_min", ratio.min)
+        .Add("ratio_max", ratio.max)
+        .Add("cpu_ns_per_transition", 1e9 / a.cpu.median)
+        .Add("baseline_cpu_ns_per_transition", 1e9 / b.cpu.median);
+    AddSpread(line, a.wall, s, s.window_s);
+    line.Print();
+  };
+  const auto wire_inserts = Alternate(
+      s.rounds, {Clients(s, 4, FerryInserter({lz4_shard.endpoint()}, rc.schema, rows), done),
+                 Clients(s, 4, FerryInserter({plain_shard.endpoint()}, rc.schema, rows), done)});
+  wire_line("compression_shard_insert", 4, wire_inserts[0], wire_inserts[1]);
+  const auto wire_samples = Alternate(
+      s.rounds,
+      {Clients(s, 1, FerrySampler({lz4_shard.endpoint()}, rc.schema, rc.sample_batch), done),
+       Clients(s, 1, FerrySampler({plain_shard.endpoint()}, rc.schema, rc.sample_batch), done)});
+  wire_line("compression_shard_sample", 1, wire_samples[0], wire_samples[1]);
 }
 
 void MultiShardBenches(const Settings& s, double memcpy_gbps) {
@@ -726,24 +922,31 @@ void MultiShardBenches(const Settings& s, double memcpy_gbps) {
 
 int Main(int argc, char** argv) {
   Settings s;
-  std::string only;
+  std::string only, rows;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--quick") {
       s = QuickSettings();
-    } else if (arg == "--only=table" || arg == "--only=shard" || arg == "--only=shards") {
+    } else if (arg == "--only=crc" || arg == "--only=table" || arg == "--only=shard" ||
+               arg == "--only=shards" || arg == "--only=compression") {
       only = arg.substr(7);
+    } else if (arg == "--rows=cartpole" || arg == "--rows=obs_1KB" || arg == "--rows=atari") {
+      rows = arg.substr(7);
     } else {
-      std::cerr << "usage: replay_bench [--quick] [--only=table|shard|shards]\n";
+      std::cerr << "usage: replay_bench [--quick] [--only=crc|table|shard|shards|compression]"
+                   " [--rows=cartpole|obs_1KB|atari]\n";
       return 2;
     }
   }
+  s.rows = rows;
   const double start = core::NowSeconds();
   PrintMachineLine(s.quick);
   const double memcpy_gbps = MemcpyBench(s);
+  if (only.empty() || only == "crc") CrcBench(s);
   if (only.empty() || only == "table") TableBenches(s);
   if (only.empty() || only == "shard") ShardBenches(s, memcpy_gbps);
   if (only.empty() || only == "shards") MultiShardBenches(s, memcpy_gbps);
+  if (only.empty() || only == "compression") CompressionBenches(s);
   JsonLine("done").Add("seconds", core::NowSeconds() - start).Add("load1", Load1()).Print();
   return 0;
 }

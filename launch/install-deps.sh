@@ -10,6 +10,7 @@ packages=(
   libzmq3-dev cppzmq-dev
   libopenmpi-dev openmpi-bin
   libcereal-dev libyaml-cpp-dev doctest-dev
+  liblz4-dev                              # replay.compression: lz4
   libbox2d-dev                            # envs/box2d: LunarLander
   gnuplot-nox                             # ferry plot
 )

@@ -204,7 +204,7 @@ TableView ViewTable(const Table& table, uint32_t top_k, uint32_t sample_count, u
   std::vector<int64_t> versions;
   if (version_column >= 0) {
     versions.resize(n);
-    if (n > 0) std::memcpy(versions.data(), table.column_data(version_column), n * sizeof(int64_t));
+    table.ReadRows(version_column, 0, n, reinterpret_cast<uint8_t*>(versions.data()));
   }
   FillHistogram(masses, &view);
   view.staleness = Staleness(versions);
@@ -231,8 +231,7 @@ TableView ViewTable(const Table& table, uint32_t top_k, uint32_t sample_count, u
     const size_t row_bytes = table.schema().columns[c].row_bytes();
     std::vector<uint8_t>& rows = view.sampled_rows.emplace_back(slots.size() * row_bytes);
     for (size_t i = 0; i < slots.size(); ++i) {
-      std::memcpy(rows.data() + i * row_bytes,
-                  table.column_data(static_cast<int>(c)) + slots[i] * row_bytes, row_bytes);
+      table.ReadRows(static_cast<int>(c), slots[i], 1, rows.data() + i * row_bytes);
     }
   }
   return view;

@@ -39,6 +39,7 @@ ReplaySampler::ReplaySampler(zmq::context_t& context, std::vector<std::string> e
                              core::Schema schema, uint32_t client_id, uint64_t seed)
     : endpoints_(std::move(endpoints)),
       schema_(std::move(schema)),
+      fingerprint_(schema_.Fingerprint()),
       client_id_(client_id),
       rng_(seed),
       mass_(endpoints_.size()) {
@@ -125,7 +126,7 @@ Result<SampledBatch> ReplaySampler::Sample(int count, double beta, double timeou
   auto request = [&](int k) {
     if (!HasRoom(sockets_[k], deadline)) return NotReading(k, endpoints_[k]);
     SampleRequestMeta req;
-    req.schema_fingerprint = schema_.Fingerprint();
+    req.schema_fingerprint = fingerprint_;
     req.count = static_cast<uint32_t>(counts[k]);
     sequences[k] = next_sequence_++;
     std::vector<zmq::message_t> payload;
@@ -167,6 +168,9 @@ Result<SampledBatch> ReplaySampler::Sample(int count, double beta, double timeou
   batch.count = count;
   batch.wait_seconds = waited;
   batch.columns.resize(schema_.columns.size());
+  for (size_t c = 0; c < schema_.columns.size(); ++c) {
+    batch.columns[c].reserve(count * schema_.columns[c].row_bytes());
+  }
   double global_total = 0;
   double global_min = 0;
   for (const auto& m : mass_) {

@@ -56,6 +56,7 @@ class ReplaySampler {
 
   std::vector<std::string> endpoints_;
   core::Schema schema_;
+  uint64_t fingerprint_;  // schema_.Fingerprint(), rendered once.
   uint32_t client_id_;
   std::mt19937_64 rng_;
   std::vector<zmq::socket_t> sockets_;

@@ -24,8 +24,10 @@ bool SameBatch(const Message& a, const Message& b) {
 
 ShardServer::ShardServer(zmq::context_t& context, ShardOptions options)
     : options_(std::move(options)),
+      fingerprint_(options_.schema.Fingerprint()),
       socket_(context, zmq::socket_type::router),
-      table_(options_.schema, options_.capacity, options_.alpha, options_.selector),
+      table_(options_.schema, options_.capacity, options_.alpha, options_.selector,
+             options_.compression),
       limiter_(options_.samples_per_insert, options_.min_size_to_sample,
                options_.samples_per_insert_tolerance),
       rng_(options_.seed),
@@ -37,7 +39,7 @@ ShardServer::ShardServer(zmq::context_t& context, ShardOptions options)
       static_cast<int64_t>(options_.max_batch) * (options_.schema.row_bytes() + 16) + 4096;
   socket_.set(zmq::sockopt::maxmsgsize, max_message);
   stats_.capacity = options_.capacity;
-  stats_.schema_fingerprint = options_.schema.Fingerprint();
+  stats_.schema_fingerprint = fingerprint_;
   stats_.alpha = options_.alpha;
 }
 
@@ -159,7 +161,7 @@ void ShardServer::Handle(zmq::message_t routing_id, Message message) {
 Status ShardServer::ValidateInsert(const Message& m, InsertMeta* meta) const {
   FERRY_RETURN_IF_ERROR(core::DecodeMeta(m, meta));
   const auto& columns = options_.schema.columns;
-  if (meta->schema_fingerprint != options_.schema.Fingerprint()) {
+  if (meta->schema_fingerprint != fingerprint_) {
     return InvalidArgument("InsertBatch: schema differs from this shard's (" +
                            options_.schema.ToString() + ")");
   }
@@ -228,7 +230,7 @@ void ShardServer::DrainPending() {
 Status ShardServer::HandleSample(const zmq::message_t& routing_id, const Message& m) {
   SampleRequestMeta req;
   FERRY_RETURN_IF_ERROR(core::DecodeMeta(m, &req));
-  if (req.schema_fingerprint != options_.schema.Fingerprint()) {
+  if (req.schema_fingerprint != fingerprint_) {
     return InvalidArgument("SampleRequest: schema differs from this shard's (" +
                            options_.schema.ToString() + ")");
   }
@@ -237,7 +239,8 @@ Status ShardServer::HandleSample(const zmq::message_t& routing_id, const Message
                            std::to_string(options_.max_batch));
   }
   SampleReplyMeta reply;
-  std::vector<zmq::message_t> payload;
+  // The rows are gathered straight into the frames that carry them.
+  std::vector<zmq::message_t> row_frames;
   if (table_.size() < options_.min_size_to_sample || table_.size() == 0) {
     reply.status = SampleStatus::kTooSmall;
   } else if (!limiter_.CanSample(table_.size())) {
@@ -247,7 +250,14 @@ Status ShardServer::HandleSample(const zmq::message_t& routing_id, const Message
     std::lock_guard<std::mutex> lock(stats_mu_);
     ++stats_.samples_refused;
   } else {
-    table_.Sample(static_cast<int>(req.count), rng_, &scratch_);
+    for (const auto& column : options_.schema.columns) {
+      row_frames.emplace_back(req.count * column.row_bytes());
+    }
+    // Only now: a frame of up to 33 bytes keeps its bytes inside the
+    // zmq::message_t, so they move whenever the vector grows.
+    std::vector<uint8_t*> destinations;
+    for (auto& frame : row_frames) destinations.push_back(frame.data<uint8_t>());
+    table_.Sample(static_cast<int>(req.count), rng_, &scratch_, destinations);
     limiter_.Sampled(req.count);
     reply.count = req.count;
     {
@@ -256,13 +266,14 @@ Status ShardServer::HandleSample(const zmq::message_t& routing_id, const Message
     }
   }
   reply.mass = Mass();
+  std::vector<zmq::message_t> payload;
   payload.push_back(core::EncodeMeta(reply));
   if (reply.status == SampleStatus::kOk) {
     payload.emplace_back(scratch_.keys.data(), scratch_.keys.size() * sizeof(Key));
     payload.emplace_back(scratch_.masses.data(), scratch_.masses.size() * sizeof(double));
     payload.emplace_back(scratch_.times_sampled.data(),
                          scratch_.times_sampled.size() * sizeof(uint32_t));
-    for (const auto& column : scratch_.columns) payload.emplace_back(column.data(), column.size());
+    for (auto& frame : row_frames) payload.push_back(std::move(frame));
   }
   Reply(routing_id, MessageType::kSampleReply, m.header.sequence, std::move(payload));
   return Status::Ok();

@@ -51,6 +51,7 @@ struct ShardOptions {
   // period of 0, one when Serve stops.
   std::string snapshot_dir;
   double snapshot_period_seconds = 0;
+  Compression compression = Compression::kNone;  // Of the table's uint8 columns.
 };
 
 class ShardServer {
@@ -89,13 +90,14 @@ class ShardServer {
   ShardView View() const;  // What a snapshot of the shard holds, as of now.
 
   ShardOptions options_;
+  uint64_t fingerprint_;  // options_.schema.Fingerprint(), rendered once.
   zmq::socket_t socket_;
   Table table_;
   RateLimiter limiter_;
   Deduplicator dedup_;
   std::mt19937_64 rng_;
   std::deque<Pending> pending_;
-  SampleBatch scratch_;
+  SampleBatch scratch_;  // Keys, masses, times_sampled of a draw; columns go to frames.
 
   mutable std::mutex stats_mu_;
   StatsMeta stats_;  // Guarded by stats_mu_; a copy refreshed after each message.

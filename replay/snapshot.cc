@@ -232,10 +232,18 @@ Status WriteContents(SectionWriter& w, const ShardView& view) {
   meta.Put(static_cast<uint32_t>(selector.size()));
   meta.PutBytes(selector.data(), selector.size());
   FERRY_RETURN_IF_ERROR(w.Section("table", meta.bytes()));
+  // Columns go out uncompressed whatever the table's compression, 1 MB at a time.
+  std::vector<uint8_t> rows;
   for (size_t c = 0; c < schema.columns.size(); ++c) {
+    const size_t row_bytes = schema.columns[c].row_bytes();
+    const int64_t chunk = std::max<int64_t>(1, static_cast<int64_t>(kChunkBytes / row_bytes));
+    rows.resize(static_cast<size_t>(chunk) * row_bytes);
     FERRY_RETURN_IF_ERROR(w.Begin(ColumnSection(schema.columns[c])));
-    FERRY_RETURN_IF_ERROR(w.Payload(table.column_data(static_cast<int>(c)),
-                                    static_cast<size_t>(capacity) * schema.columns[c].row_bytes()));
+    for (int64_t first = 0; first < capacity; first += chunk) {
+      const int64_t count = std::min(chunk, capacity - first);
+      table.ReadRows(static_cast<int>(c), first, count, rows.data());
+      FERRY_RETURN_IF_ERROR(w.Payload(rows.data(), static_cast<size_t>(count) * row_bytes));
+    }
     FERRY_RETURN_IF_ERROR(w.End());
   }
   FERRY_RETURN_IF_ERROR(w.Array<uint32_t>("generations", capacity,

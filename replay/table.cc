@@ -65,20 +65,32 @@ std::unique_ptr<ItemSelector> MakeSelector(SelectorKind kind, int64_t capacity, 
   FERRY_CHECK(false);
 }
 
+bool Compressed(Compression compression, const core::ColumnSpec& column) {
+  return compression == Compression::kLz4 && column.dtype == core::DType::kUint8;
+}
+
 }  // namespace
 
-Table::Table(core::Schema schema, int64_t capacity, double alpha, SelectorKind selector)
+Table::Table(core::Schema schema, int64_t capacity, double alpha, SelectorKind selector,
+             Compression compression)
     : schema_(std::move(schema)),
       capacity_(CheckedCapacity(capacity)),
       alpha_(alpha),
       selector_kind_(selector),
       selector_(MakeSelector(selector, capacity_, alpha)),
+      compression_(compression),
       generations_(static_cast<size_t>(capacity_), 0),
       times_sampled_(static_cast<size_t>(capacity_), 0) {
   FERRY_CHECK(std::isfinite(alpha) && alpha >= 0.0);
   for (const auto& column : schema_.columns) {
     row_bytes_.push_back(column.row_bytes());
-    columns_.emplace_back(static_cast<size_t>(capacity_) * column.row_bytes());
+    if (Compressed(compression_, column)) {
+      columns_.emplace_back();
+      compressed_.push_back(std::make_unique<CompressedColumn>(capacity_, column.row_bytes()));
+    } else {
+      columns_.emplace_back(static_cast<size_t>(capacity_) * column.row_bytes());
+      compressed_.push_back(nullptr);
+    }
   }
 }
 
@@ -90,8 +102,14 @@ void Table::Insert(int count, const std::vector<const uint8_t*>& columns, const 
     const int64_t run = std::min<int64_t>(count - done, capacity_ - next_slot_);
     for (size_t c = 0; c < columns_.size(); ++c) {
       const size_t row_bytes = row_bytes_[c];
-      std::memcpy(columns_[c].data() + next_slot_ * row_bytes, columns[c] + done * row_bytes,
-                  run * row_bytes);
+      const uint8_t* src = columns[c] + done * row_bytes;
+      if (compressed_[c]) {
+        for (int64_t r = 0; r < run; ++r) {
+          compressed_[c]->Store(next_slot_ + r, src + r * row_bytes);
+        }
+      } else {
+        std::memcpy(columns_[c].data() + next_slot_ * row_bytes, src, run * row_bytes);
+      }
     }
     slots_.resize(run);
     for (int64_t r = 0; r < run; ++r) {
@@ -108,24 +126,52 @@ void Table::Insert(int count, const std::vector<const uint8_t*>& columns, const 
 }
 
 void Table::Sample(int count, std::mt19937_64& rng, SampleBatch* out) {
-  FERRY_CHECK(size_ > 0 && count >= 0);
+  out->columns.resize(columns_.size());
+  std::vector<uint8_t*> destinations;
+  for (size_t c = 0; c < columns_.size(); ++c) {
+    out->columns[c].resize(count * row_bytes_[c]);
+    destinations.push_back(out->columns[c].data());
+  }
+  Sample(count, rng, out, destinations);
+}
+
+void Table::Sample(int count, std::mt19937_64& rng, SampleBatch* out,
+                   const std::vector<uint8_t*>& columns) {
+  FERRY_CHECK(size_ > 0 && count >= 0 && columns.size() == columns_.size());
   slots_.resize(count);
   out->masses.resize(count);
   selector_->Sample(count, rng, slots_.data(), out->masses.data());
 
   out->keys.resize(count);
   out->times_sampled.resize(count);
-  out->columns.resize(columns_.size());
-  for (size_t c = 0; c < columns_.size(); ++c) {
-    out->columns[c].resize(count * row_bytes_[c]);
-  }
   for (int i = 0; i < count; ++i) {
     const int64_t slot = slots_[i];
     out->keys[i] = Key{static_cast<uint32_t>(slot), generations_[slot]};
     out->times_sampled[i] = ++times_sampled_[slot];
   }
   for (size_t c = 0; c < columns_.size(); ++c) {
-    GatherRows(columns_[c].data(), row_bytes_[c], slots_.data(), count, out->columns[c].data());
+    if (compressed_[c]) {
+      for (int i = 0; i < count; ++i) {
+        compressed_[c]->Load(slots_[i], columns[c] + i * row_bytes_[c]);
+      }
+    } else {
+      GatherRows(columns_[c].data(), row_bytes_[c], slots_.data(), count, columns[c]);
+    }
+  }
+}
+
+const uint8_t* Table::column_data(int c) const {
+  FERRY_CHECK(!compressed_[c]);
+  return columns_[c].data();
+}
+
+void Table::ReadRows(int c, int64_t first, int64_t count, uint8_t* dst) const {
+  FERRY_CHECK(first >= 0 && count >= 0 && first + count <= capacity_);
+  const size_t row_bytes = row_bytes_[c];
+  if (compressed_[c]) {
+    for (int64_t r = 0; r < count; ++r) compressed_[c]->Load(first + r, dst + r * row_bytes);
+  } else {
+    std::memcpy(dst, columns_[c].data() + first * row_bytes, count * row_bytes);
   }
 }
 
@@ -152,6 +198,7 @@ int Table::UpdatePriorities(const Key* keys, const float* priorities, int count)
 int64_t Table::resident_bytes() const {
   int64_t bytes = selector_->ResidentBytes();
   for (const auto& column : columns_) bytes += static_cast<int64_t>(column.capacity());
+  for (const auto& column : compressed_) bytes += column ? column->bytes() : 0;
   bytes += static_cast<int64_t>((generations_.capacity() + times_sampled_.capacity()) *
                                 sizeof(uint32_t));
   bytes += static_cast<int64_t>(slots_.capacity() * sizeof(int64_t) +
@@ -179,7 +226,15 @@ Status Table::Restore(int64_t size, int64_t next_slot, const std::vector<const u
     }
   }
   for (size_t c = 0; c < columns_.size(); ++c) {
-    std::memcpy(columns_[c].data(), columns[c], columns_[c].size());
+    if (compressed_[c]) {
+      // Slots past `size` stay empty, as in a fresh table.
+      compressed_[c] = std::make_unique<CompressedColumn>(capacity_, row_bytes_[c]);
+      for (int64_t slot = 0; slot < size; ++slot) {
+        compressed_[c]->Store(slot, columns[c] + slot * row_bytes_[c]);
+      }
+    } else {
+      std::memcpy(columns_[c].data(), columns[c], columns_[c].size());
+    }
   }
   std::memcpy(generations_.data(), generations, sizeof(uint32_t) * capacity_);
   std::memcpy(times_sampled_.data(), times_sampled, sizeof(uint32_t) * capacity_);

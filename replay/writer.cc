@@ -1,5 +1,7 @@
 #include "replay/writer.h"
 
+#include <memory>
+
 #include "core/log.h"
 #include "core/wire.h"
 #include "replay/protocol.h"
@@ -16,11 +18,30 @@ bool HasRoom(zmq::socket_t& socket) {
   return (socket.get(zmq::sockopt::events) & ZMQ_POLLOUT) != 0;
 }
 
+// A frame that takes over `bytes` instead of copying them. ZeroMQ frees the
+// buffer when the last message sharing it is gone (a re-send shares it too),
+// possibly on one of its I/O threads.
+template <typename T>
+zmq::message_t Adopt(std::vector<T> bytes) {
+  if (bytes.empty()) return zmq::message_t();
+  auto owned = std::make_unique<std::vector<T>>(std::move(bytes));
+  void* data = owned->data();
+  const size_t size = owned->size() * sizeof(T);
+  zmq::message_t frame(
+      data, size, [](void*, void* hint) { delete static_cast<std::vector<T>*>(hint); },
+      owned.get());
+  owned.release();
+  return frame;
+}
+
 }  // namespace
 
 ReplayWriter::ReplayWriter(zmq::context_t& context, std::vector<std::string> endpoints,
                            core::Schema schema, WriterOptions options)
-    : endpoints_(std::move(endpoints)), schema_(std::move(schema)), options_(options) {
+    : endpoints_(std::move(endpoints)),
+      schema_(std::move(schema)),
+      fingerprint_(schema_.Fingerprint()),
+      options_(options) {
   for (const auto& endpoint : endpoints_) {
     Shard shard{zmq::socket_t(context, zmq::socket_type::dealer), 0, {}};
     shard.socket.set(zmq::sockopt::linger, 0);
@@ -80,14 +101,14 @@ Status ReplayWriter::Write(int count, std::vector<std::vector<uint8_t>> columns,
   next_shard_ = (k + 1) % static_cast<int>(shards_.size());
 
   InsertMeta meta;
-  meta.schema_fingerprint = schema_.Fingerprint();
+  meta.schema_fingerprint = fingerprint_;
   meta.actor_epoch = options_.epoch;
   meta.count = static_cast<uint32_t>(count);
   Batch batch;
   batch.count = meta.count;
   batch.payload.push_back(core::EncodeMeta(meta));
-  for (auto& column : columns) batch.payload.emplace_back(column.data(), column.size());
-  batch.payload.emplace_back(priorities.data(), priorities.size() * sizeof(float));
+  for (auto& column : columns) batch.payload.push_back(Adopt(std::move(column)));
+  batch.payload.push_back(Adopt(std::move(priorities)));
 
   Shard& shard = shards_[k];
   const uint64_t sequence = shard.next_sequence++;

@@ -37,6 +37,7 @@ class ReplayWriter {
                WriterOptions options);
 
   // Sends `count` rows (columns[c]: count * row_bytes bytes) with raw priorities.
+  // The vectors' buffers become the frames sent, uncopied.
   // Waits while all windows are full; returns early (Unavailable) once `stop`
   // is set, keeping the batch unsent.
   Status Write(int count, std::vector<std::vector<uint8_t>> columns, std::vector<float> priorities,
@@ -67,6 +68,7 @@ class ReplayWriter {
 
   std::vector<std::string> endpoints_;
   core::Schema schema_;
+  uint64_t fingerprint_;  // schema_.Fingerprint(), rendered once.
   WriterOptions options_;
   std::vector<Shard> shards_;
   int next_shard_ = 0;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <set>
 #include <thread>
@@ -83,6 +84,39 @@ TEST_CASE("a shard acks every insert and stores a re-sent batch only once") {
   const auto per_actor = testing::PerActorCounts(reply);
   CHECK(per_actor.at(1) == 15);
   CHECK(per_actor.at(2) == 5);
+}
+
+TEST_CASE("a SampleReply carries the sampled rows, also in frames small enough to be inline") {
+  // ZeroMQ keeps a frame of up to 33 bytes inside the message object itself,
+  // so rows gathered straight into reply frames must not be written before
+  // those objects stop moving. One and two CartPole rows make such frames.
+  zmq::context_t context;
+  ShardThread shard(context, TestShardOptions());
+  RawClient client(context, shard.endpoint());
+  REQUIRE(client.Insert(/*actor=*/1, /*sequence=*/0, /*first_id=*/40, /*count=*/8, 1.0f).size == 8);
+  for (uint32_t count : {1u, 2u, 1u, 2u, 7u}) {
+    CAPTURE(count);
+    client.Send(MessageType::kSampleRequest, 100 + count,
+                testing::SamplePayload(TestSchema(), count));
+    Result<core::Message> reply = client.Receive();
+    REQUIRE_MESSAGE(reply.ok(), reply.status().message());
+    REQUIRE(reply->header.type == MessageType::kSampleReply);
+    const auto& frames = reply->payload;
+    REQUIRE(frames.size() == 4 + TestSchema().columns.size());
+    REQUIRE(frames[1].size() == count * sizeof(Key));
+    for (uint32_t i = 0; i < count; ++i) {
+      Key key;
+      std::memcpy(&key, frames[1].data<uint8_t>() + i * sizeof(Key), sizeof(Key));
+      REQUIRE(key.slot < 8);
+      const auto expected = testing::MakeColumns(TestSchema(), 40 + key.slot, 1);
+      for (size_t c = 0; c < expected.size(); ++c) {
+        const size_t row_bytes = expected[c].size();
+        REQUIRE(frames[4 + c].size() == count * row_bytes);
+        CHECK(std::memcmp(frames[4 + c].data<uint8_t>() + i * row_bytes, expected[c].data(),
+                          row_bytes) == 0);
+      }
+    }
+  }
 }
 
 TEST_CASE("priority updates for overwritten slots are counted stale and change nothing") {

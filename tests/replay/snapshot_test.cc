@@ -60,8 +60,9 @@ void WriteBytes(const std::string& path, const uint8_t* data, size_t size) {
 // The objects a shard keeps, as the shard holds them.
 struct ShardState {
   explicit ShardState(int64_t capacity = 48, core::Schema schema = TestSchema(), double alpha = 0.6,
-                      SelectorKind selector = SelectorKind::kPrioritized)
-      : table(std::move(schema), capacity, alpha, selector),
+                      SelectorKind selector = SelectorKind::kPrioritized,
+                      Compression compression = Compression::kNone)
+      : table(std::move(schema), capacity, alpha, selector, compression),
         limiter(/*samples_per_insert=*/2.0, /*min_size_to_sample=*/1, /*tolerance=*/1e18) {}
 
   ShardView View() const { return {&table, &dedup, &limiter, CountersOf(stats)}; }
@@ -123,8 +124,10 @@ void CheckSameTable(const Table& a, const Table& b) {
   CHECK(a.min_mass() == b.min_mass());
   for (size_t c = 0; c < a.schema().columns.size(); ++c) {
     const size_t bytes = a.capacity() * a.schema().columns[c].row_bytes();
-    CHECK(std::memcmp(a.column_data(static_cast<int>(c)), b.column_data(static_cast<int>(c)),
-                      bytes) == 0);
+    std::vector<uint8_t> rows_a(bytes), rows_b(bytes);
+    a.ReadRows(static_cast<int>(c), 0, a.capacity(), rows_a.data());
+    b.ReadRows(static_cast<int>(c), 0, b.capacity(), rows_b.data());
+    CHECK(rows_a == rows_b);
   }
   for (int64_t slot = 0; slot < a.capacity(); ++slot) {
     CAPTURE(slot);
@@ -189,6 +192,29 @@ TEST_CASE("a snapshot reads back the whole shard and restores it exactly") {
   CHECK(restored.limiter.inserts() == original.limiter.inserts());
   CHECK(restored.limiter.samples() == original.limiter.samples());
   CHECK(CountersOf(restored.stats) == CountersOf(original.stats));
+}
+
+TEST_CASE("a snapshot of an LZ4 table restores into compressed and uncompressed tables alike") {
+  core::Schema schema = TestSchema();
+  for (int c : {core::kObs, core::kNextObs}) {
+    schema.columns[c].dtype = core::DType::kUint8;
+    schema.columns[c].shape = {16, 16};
+  }
+  TempDir dir;
+  std::mt19937_64 rng(17);
+  ShardState original(48, schema, 0.6, SelectorKind::kPrioritized, Compression::kLz4);
+  Populate(original, rng);
+  Result<ShardSnapshot> read =
+      ReadSnapshot(WriteOrDie(dir.File("shard-0-000001.snap"), original.View()));
+  REQUIRE_MESSAGE(read.ok(), read.status().message());
+  for (Compression compression : {Compression::kLz4, Compression::kNone}) {
+    CAPTURE(CompressionName(compression));
+    ShardState restored(48, schema, 0.6, SelectorKind::kPrioritized, compression);
+    const Status status =
+        RestoreShard(*read, &restored.table, &restored.dedup, &restored.limiter, &restored.stats);
+    REQUIRE_MESSAGE(status.ok(), status.message());
+    CheckSameTable(original.table, restored.table);
+  }
 }
 
 TEST_CASE("a restored shard goes on inserting, deduplicating and sampling like the original") {

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -189,6 +190,110 @@ TEST_CASE("Sample fills keys, masses, times_sampled and columns") {
       CheckRow(SampledColumns(batch), i, 100 + key.slot);
     }
   }
+}
+
+TEST_CASE("Sample gathers into caller buffers what it would put in the batch's columns") {
+  Table table(core::TransitionSchema(4, true, 1), 64, 0.6);
+  const Rows rows = MakeRows(300, 64);
+  table.Insert(64, rows.Columns(), VariedPriorities(64).data());
+  std::mt19937_64 rng_batch(5), rng_buffers(5);
+  SampleBatch into_batch, into_buffers;
+  // Each buffer is one byte longer than the rows: a write past them would show.
+  std::vector<std::vector<uint8_t>> buffers;
+  std::vector<uint8_t*> destinations;
+  for (const auto& column : table.schema().columns) {
+    buffers.emplace_back(20 * column.row_bytes() + 1, 0xAB);
+  }
+  for (auto& buffer : buffers) destinations.push_back(buffer.data());
+  into_buffers.columns.assign(1, std::vector<uint8_t>(3, 7));
+  for (int call = 0; call < 10; ++call) {
+    table.Sample(20, rng_batch, &into_batch);
+    table.Sample(20, rng_buffers, &into_buffers, destinations);
+    REQUIRE(into_buffers.keys == into_batch.keys);
+    REQUIRE(into_buffers.masses == into_batch.masses);
+    REQUIRE(into_buffers.times_sampled.size() == 20);
+    REQUIRE(into_buffers.columns == std::vector<std::vector<uint8_t>>(1, {7, 7, 7}));
+    for (size_t c = 0; c < buffers.size(); ++c) {
+      REQUIRE(std::memcmp(buffers[c].data(), into_batch.columns[c].data(),
+                          into_batch.columns[c].size()) == 0);
+      REQUIRE(buffers[c].back() == 0xAB);
+    }
+    for (int i = 0; i < 20; ++i) {
+      CheckRow({buffers[0].data(), buffers[1].data(), buffers[2].data(), buffers[3].data(),
+                buffers[4].data(), buffers[5].data()},
+               i, 300 + into_batch.keys[i].slot);
+    }
+  }
+}
+
+// Transitions with 84x84 uint8 frames for obs and next_obs, as an Atari run has.
+core::Schema ImageSchema() {
+  core::Schema schema = core::TransitionSchema(1, true, 1);
+  for (int c : {core::kObs, core::kNextObs}) {
+    schema.columns[c].dtype = core::DType::kUint8;
+    schema.columns[c].shape = {84, 84};
+  }
+  return schema;
+}
+
+// Rows of ImageSchema: frames with a flat background and a bright box that
+// moves with the row id, every other column random.
+std::vector<std::vector<uint8_t>> ImageRows(const core::Schema& schema, int count,
+                                            std::mt19937_64& rng) {
+  std::vector<std::vector<uint8_t>> columns;
+  for (size_t c = 0; c < schema.columns.size(); ++c) {
+    std::vector<uint8_t> bytes(count * schema.columns[c].row_bytes());
+    if (schema.columns[c].dtype == core::DType::kUint8) {
+      for (int r = 0; r < count; ++r) {
+        uint8_t* frame = bytes.data() + r * 84 * 84;
+        std::fill(frame, frame + 84 * 84, static_cast<uint8_t>(20 + c));
+        const int corner = static_cast<int>(rng() % 70);
+        for (int y = corner; y < corner + 14; ++y) {
+          for (int x = corner; x < corner + 14; ++x) {
+            frame[y * 84 + x] = static_cast<uint8_t>(rng());
+          }
+        }
+      }
+    } else {
+      for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+    }
+    columns.push_back(std::move(bytes));
+  }
+  return columns;
+}
+
+TEST_CASE("an LZ4 table stores and samples exactly what an uncompressed one does, in less memory") {
+  const core::Schema schema = ImageSchema();
+  Table plain(schema, 96, 0.6, SelectorKind::kPrioritized, Compression::kNone);
+  Table lz4(schema, 96, 0.6, SelectorKind::kPrioritized, Compression::kLz4);
+  CHECK(lz4.compression() == Compression::kLz4);
+  std::mt19937_64 rng(12);
+  // 160 rows in batches of 32 wrap the ring, so compressed slots are overwritten too.
+  for (int batch = 0; batch < 5; ++batch) {
+    const auto columns = ImageRows(schema, 32, rng);
+    std::vector<const uint8_t*> pointers;
+    for (const auto& c : columns) pointers.push_back(c.data());
+    const std::vector<float> priorities = VariedPriorities(32);
+    plain.Insert(32, pointers, priorities.data());
+    lz4.Insert(32, pointers, priorities.data());
+  }
+  std::mt19937_64 rng_plain(3), rng_lz4(3);
+  SampleBatch from_plain, from_lz4;
+  for (int call = 0; call < 10; ++call) {
+    plain.Sample(40, rng_plain, &from_plain);
+    lz4.Sample(40, rng_lz4, &from_lz4);
+    REQUIRE(from_lz4.keys == from_plain.keys);
+    REQUIRE(from_lz4.columns == from_plain.columns);
+  }
+  for (size_t c = 0; c < schema.columns.size(); ++c) {
+    std::vector<uint8_t> a(96 * schema.columns[c].row_bytes()), b(a.size());
+    plain.ReadRows(static_cast<int>(c), 0, 96, a.data());
+    lz4.ReadRows(static_cast<int>(c), 0, 96, b.data());
+    CHECK(a == b);
+  }
+  // Two 7 KB frames per row shrink to a few hundred bytes.
+  const int64_t frame_bytes = 2 * 96 * 84 * 84;
+  CHECK(lz4.resident_bytes() < plain.resident_bytes() - frame_bytes / 2);
 }
 
 TEST_CASE("FIFO eviction replaces the oldest rows and bumps generations") {
