@@ -6,17 +6,19 @@
 //   ferry actor --config CONFIG --id I                   one actor process
 //   ferry run --resume RUN_DIR                           continue a stopped run
 //   ferry learner --config CONFIG [--resume]             one rank (under mpirun)
-//   ferry envs                                           registered environments
+//   ferry envs [--json]                                  registered environments
 //   ferry inspect TARGET [--json] [--watch [S]] ...      a replay shard or snapshot file
 #include <mpi.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,9 +26,11 @@
 
 #include "actors/actor.h"
 #include "core/config.h"
+#include "core/curve.h"
 #include "core/log.h"
 #include "core/topology.h"
 #include "envs/env.h"
+#include "launch/plot.h"
 #include "launch/supervisor.h"
 #include "learner/apex_dqn.h"
 #include "paramserver/server.h"
@@ -48,12 +52,18 @@ constexpr const char* kUsage =
     "  paramserver --config CONFIG           serve the latest weights\n"
     "  actor --config CONFIG --id I          run actor I\n"
     "  learner --config CONFIG [--resume]    run one learner rank (start with mpirun)\n"
-    "  envs                                  list registered environments\n"
+    "  envs [--json]                         list registered environments, their spaces and\n"
+    "                                        time limits\n"
     "  inspect TARGET [--json] [--watch [S]] [--count N] [--top K] [--sample N] [--timeout S]\n"
     "                      report on a replay shard (tcp://HOST:PORT) or a snapshot file;\n"
     "                      --watch refreshes every S seconds (default 2) until Ctrl-C or\n"
     "                      N reports, --top lists K items at each end (default 5), --sample\n"
     "                      decodes N stored items, --timeout waits S for a shard (default 3)\n"
+    "  keygen PREFIX                         CurveZMQ key pair: PREFIX.key (secret) and\n"
+    "                                        PREFIX.pub (security.* keys in the config)\n"
+    "  plot RUN_DIR... [--out DIR]           PNG curves (return vs env steps and vs time,\n"
+    "                                        throughput) of one or more runs, by gnuplot;\n"
+    "                                        DIR defaults to the first RUN_DIR/plots\n"
     "\n"
     "Every role takes --set key.path=value overrides after the config.\n"
     "Exit codes of run and learner: 0 target return reached, 2 budget exhausted, 1 error.\n";
@@ -193,6 +203,17 @@ int Fail(const ferry::Status& status) {
   return 1;
 }
 
+// Installs CurveZMQ keys for this role's sockets (core/curve.h); a server also answers the
+// handshakes of its context's sockets. Nothing happens while security.curve is off.
+ferry::Status Secure(const Config& config, bool server, bool client, zmq::context_t* context,
+                     std::optional<ferry::core::ZapAuthenticator>* authenticator) {
+  FERRY_RETURN_IF_ERROR(ferry::core::InstallSocketSecurity(config.security, server, client));
+  if (server && ferry::core::CurveEnabled()) {
+    authenticator->emplace(*context, ferry::core::AuthorizedClientKeys());
+  }
+  return ferry::Status::Ok();
+}
+
 int RunReplay(const Args& args, const Config& config) {
   if (args.index < 0 || args.index >= config.replay.shards) {
     std::fprintf(stderr, "ferry replay: --shard must be in 0..%d\n", config.replay.shards - 1);
@@ -203,7 +224,7 @@ int RunReplay(const Args& args, const Config& config) {
   if (!probe.ok()) return Fail(probe.status());
   ferry::replay::ShardOptions options;
   options.shard_id = static_cast<uint32_t>(args.index);
-  options.endpoint = ferry::core::ReplayEndpoints(config)[args.index];
+  options.endpoint = ferry::core::ReplayBindEndpoint(config, args.index);
   options.schema = ferry::core::TransitionSchema((*probe)->observation_space().flat_size(),
                                                  /*discrete_actions=*/true, 1);
   options.capacity = config.replay.capacity;
@@ -221,6 +242,9 @@ int RunReplay(const Args& args, const Config& config) {
   auto selector = ferry::replay::ParseSelectorKind(config.replay.selector);
   if (!selector.ok()) return Fail(selector.status());
   options.selector = *selector;
+  auto compression = ferry::replay::ParseCompression(config.replay.compression);
+  if (!compression.ok()) return Fail(compression.status());
+  options.compression = *compression;
   options.min_size_to_sample = config.replay.min_size_to_sample;
   options.samples_per_insert = config.replay.samples_per_insert;
   options.samples_per_insert_tolerance = config.replay.samples_per_insert_tolerance;
@@ -231,6 +255,8 @@ int RunReplay(const Args& args, const Config& config) {
   }
   options.snapshot_period_seconds = config.replay.snapshot_period_seconds;
   zmq::context_t context(1);
+  std::optional<ferry::core::ZapAuthenticator> authenticator;
+  if (auto s = Secure(config, true, false, &context, &authenticator); !s.ok()) return Fail(s);
   ferry::replay::ShardServer shard(context, options);
   if (auto s = shard.Bind(); !s.ok()) return Fail(s);
   if (auto s = shard.Restore(); !s.ok()) return Fail(s);
@@ -251,9 +277,11 @@ int RunReplay(const Args& args, const Config& config) {
 int RunParamServer(const Config& config) {
   ferry::core::SetLogName("paramserver");
   zmq::context_t context(1);
+  std::optional<ferry::core::ZapAuthenticator> authenticator;
+  if (auto s = Secure(config, true, false, &context, &authenticator); !s.ok()) return Fail(s);
   ferry::paramserver::ServerOptions options;
-  options.endpoint = ferry::core::ParamServerEndpoint(config);
-  options.broadcast_endpoint = ferry::core::BroadcastEndpoint(config);
+  options.endpoint = ferry::core::ParamServerBindEndpoint(config);
+  options.broadcast_endpoint = ferry::core::BroadcastBindEndpoint(config);
   ferry::paramserver::ParamServer server(context, options);
   if (auto s = server.Bind(); !s.ok()) return Fail(s);
   ferry::core::Log("serving %s, broadcasting on %s", options.endpoint.c_str(),
@@ -269,11 +297,13 @@ int RunActorRole(const Args& args, const Config& config) {
     return 1;
   }
   ferry::core::SetLogName("actor-" + std::to_string(args.index));
+  if (auto s = Secure(config, false, true, nullptr, nullptr); !s.ok()) return Fail(s);
   const ferry::Status s = ferry::actors::RunActor(config, args.index, g_stop);
   return s.ok() ? 0 : Fail(s);
 }
 
 int RunLearnerRole(const Args& args, const Config& config) {
+  if (auto s = Secure(config, false, true, nullptr, nullptr); !s.ok()) return Fail(s);
   int provided = 0;
   MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
   auto end = ferry::learner::RunLearner(config, args.resume, g_stop);
@@ -285,14 +315,57 @@ int RunLearnerRole(const Args& args, const Config& config) {
   return static_cast<int>(*end);
 }
 
-int ListEnvs() {
-  for (const auto& id : ferry::envs::RegisteredEnvs()) {
-    auto env = ferry::envs::MakeEnv(id, 0);
-    if (!env.ok()) return Fail(env.status());
-    std::printf("%-18s observation %s  action %s\n", id.c_str(),
-                (*env)->observation_space().ToString().c_str(),
-                (*env)->action_space().ToString().c_str());
+// A space as a JSON object; bounds with %.9g, which round-trips a float.
+std::string SpaceJson(const ferry::envs::Space& space) {
+  if (space.kind == ferry::envs::Space::Kind::kDiscrete) {
+    return "{\"kind\": \"Discrete\", \"n\": " + std::to_string(space.n) + "}";
   }
+  auto list = [](const auto& values, const char* format) {
+    std::string out = "[";
+    char number[32];
+    for (size_t i = 0; i < values.size(); ++i) {
+      std::snprintf(number, sizeof(number), format, values[i]);
+      out += (i ? ", " : "") + std::string(number);
+    }
+    return out + "]";
+  };
+  return "{\"kind\": \"Box\", \"shape\": " + list(space.shape, "%d") +
+         ", \"low\": " + list(space.low, "%.9g") + ", \"high\": " + list(space.high, "%.9g") + "}";
+}
+
+// ferry envs [--json]: every registered env with its spaces and time limit.
+int ListEnvs(int argc, char** argv) {
+  bool json = false;
+  for (int i = 2; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--json") != 0) {
+      std::fprintf(stderr, "ferry envs: unknown argument '%s'\n%s", argv[i], kUsage);
+      return 1;
+    }
+    json = true;
+  }
+  const std::vector<std::string> ids = ferry::envs::RegisteredEnvs();
+  size_t width = 0;
+  for (const std::string& id : ids) width = std::max(width, id.size());
+  if (json) std::printf("[");
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto env = ferry::envs::MakeEnv(ids[i], 0);
+    if (!env.ok()) return Fail(env.status());
+    const ferry::envs::Env& e = **env;
+    if (json) {
+      std::printf(
+          "%s{\"id\": \"%s\", \"max_episode_steps\": %d, \"observation_space\": %s, "
+          "\"action_space\": %s}",
+          i ? ",\n " : "", ids[i].c_str(), e.max_episode_steps(),
+          SpaceJson(e.observation_space()).c_str(), SpaceJson(e.action_space()).c_str());
+      continue;
+    }
+    const std::string limit =
+        e.max_episode_steps() > 0 ? std::to_string(e.max_episode_steps()) + " steps" : "none";
+    std::printf("%-*s  time limit %-10s  observation %s  action %s\n", static_cast<int>(width),
+                ids[i].c_str(), limit.c_str(), e.observation_space().ToString().c_str(),
+                e.action_space().ToString().c_str());
+  }
+  if (json) std::printf("]\n");
   return 0;
 }
 
@@ -304,6 +377,46 @@ std::string SelfPath(const char* argv0) {
   return buf;
 }
 
+// ferry keygen PREFIX
+int KeyGen(int argc, char** argv) {
+  if (argc != 3 || argv[2][0] == '-') {
+    std::fprintf(stderr, "ferry keygen: which file prefix? e.g. ferry keygen keys/server\n%s",
+                 kUsage);
+    return 1;
+  }
+  auto keys = ferry::core::GenerateKeyFiles(argv[2]);
+  if (!keys.ok()) {
+    std::fprintf(stderr, "ferry keygen: %s\n", keys.status().message().c_str());
+    return 1;
+  }
+  std::printf("wrote %s.key (secret, mode 0600) and %s.pub\npublic key %s\n", argv[2], argv[2],
+              keys->public_key.c_str());
+  return 0;
+}
+
+// ferry plot RUN_DIR... [--out DIR]
+int PlotRuns(int argc, char** argv) {
+  ferry::launch::PlotRequest request;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--out" && i + 1 < argc) {
+      request.out_dir = argv[++i];
+    } else if (a.rfind("--", 0) == 0) {
+      std::fprintf(stderr, "ferry plot: unknown argument '%s'\n%s", a.c_str(), kUsage);
+      return 1;
+    } else {
+      request.run_dirs.push_back(a);
+    }
+  }
+  auto pngs = ferry::launch::Plot(request);
+  if (!pngs.ok()) {
+    std::fprintf(stderr, "ferry plot: %s\n", pngs.status().message().c_str());
+    return 1;
+  }
+  for (const std::string& png : *pngs) std::printf("%s\n", png.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -311,6 +424,9 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 1 : 0;
   }
+  if (std::strcmp(argv[1], "envs") == 0) return ListEnvs(argc, argv);
+  if (std::strcmp(argv[1], "plot") == 0) return PlotRuns(argc, argv);
+  if (std::strcmp(argv[1], "keygen") == 0) return KeyGen(argc, argv);
   if (std::strcmp(argv[1], "inspect") == 0) {
     ferry::replay::InspectOptions options;
     if (!ParseInspectArgs(argc, argv, &options)) return 1;
@@ -319,7 +435,6 @@ int main(int argc, char** argv) {
   }
   Args args;
   if (!ParseArgs(argc, argv, &args)) return 1;
-  if (args.command == "envs") return ListEnvs();
   if (args.command == "run") {
     if (args.config.empty()) {
       std::fprintf(stderr, "ferry run: which config? e.g. ferry run configs/cartpole.yaml\n");

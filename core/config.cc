@@ -146,6 +146,24 @@ void Encode(YAML::Emitter& out, const T& value) {
   out << value;
 }
 
+}  // namespace
+
+std::vector<std::string> SplitHosts(const std::string& list) {
+  std::vector<std::string> hosts;
+  std::string host;
+  for (char c : list + ",") {
+    if (c == ',') {
+      if (!host.empty()) hosts.push_back(host);
+      host.clear();
+    } else if (!std::isspace(static_cast<unsigned char>(c))) {
+      host += c;
+    }
+  }
+  return hosts;
+}
+
+namespace {
+
 // ---- Value checks for the key table.
 
 constexpr double kUnbounded = std::numeric_limits<double>::infinity();
@@ -254,6 +272,8 @@ const std::vector<Field>& Fields() {
       Key("run.name", &C::run, &RunOptions::name, SafeFileName),
       Key("run.dir", &C::run, &RunOptions::dir),
       Key("network.host", &C::network, &NetworkOptions::host, NonEmpty),
+      Key("network.replay_hosts", &C::network, &NetworkOptions::replay_hosts),
+      Key("network.paramserver_host", &C::network, &NetworkOptions::paramserver_host),
       Key("network.replay_port", &C::network, &NetworkOptions::replay_port, Port()),
       Key("network.paramserver_port", &C::network, &NetworkOptions::paramserver_port, Port()),
       Key("network.broadcast_port", &C::network, &NetworkOptions::broadcast_port, Port()),
@@ -273,6 +293,7 @@ const std::vector<Field>& Fields() {
       Key("replay.snapshot_dir", &C::replay, &ReplayOptions::snapshot_dir),
       Key("replay.snapshot_period_seconds", &C::replay, &ReplayOptions::snapshot_period_seconds,
           AtLeast(0)),
+      Key("replay.compression", &C::replay, &ReplayOptions::compression, OneOf({"none", "lz4"})),
       Key("actors.count", &C::actors, &ActorOptions::count, AtLeast(1)),
       Key("actors.envs_per_actor", &C::actors, &ActorOptions::envs_per_actor, AtLeast(1)),
       Key("actors.epsilon", &C::actors, &ActorOptions::epsilon, Within(0, 1)),
@@ -306,6 +327,11 @@ const std::vector<Field>& Fields() {
       Key("learner.lsdqn_lambda", &C::learner, &LearnerOptions::lsdqn_lambda, AtLeast(0)),
       Key("learner.lsdqn_solver", &C::learner, &LearnerOptions::lsdqn_solver,
           OneOf({"cholesky", "cg"})),
+      Key("security.curve", &C::security, &SecurityOptions::curve),
+      Key("security.server_key", &C::security, &SecurityOptions::server_key),
+      Key("security.server_public_key", &C::security, &SecurityOptions::server_public_key),
+      Key("security.client_key", &C::security, &SecurityOptions::client_key),
+      Key("security.authorized_keys", &C::security, &SecurityOptions::authorized_keys),
       Key("stop.target_return", &C::stop, &StopOptions::target_return),
       Key("stop.max_env_steps", &C::stop, &StopOptions::max_env_steps, AtLeast(1)),
       Key("stop.max_seconds", &C::stop, &StopOptions::max_seconds, Above(0)),
@@ -387,6 +413,31 @@ const std::vector<CrossCheck>& CrossChecks() {
       {{"network.broadcast_port", "network.replay_port", "replay.shards"},
        [](const Config& c) {
          return ClashWithReplayPorts("network.broadcast_port", c.network.broadcast_port, c);
+       }},
+      {{"network.replay_hosts", "replay.shards"},
+       [](const Config& c) -> std::string {
+         const size_t hosts = SplitHosts(c.network.replay_hosts).size();
+         if (hosts <= 1 || hosts == static_cast<size_t>(c.replay.shards)) return {};
+         return "'network.replay_hosts' lists " + Show(static_cast<int64_t>(hosts)) +
+                " hosts; give one for every shard or one for all ('replay.shards' is " +
+                Show(c.replay.shards) + ")";
+       }},
+      {{"security.curve", "security.server_key", "security.server_public_key",
+        "security.client_key", "security.authorized_keys"},
+       [](const Config& c) -> std::string {
+         if (!c.security.curve) return {};
+         const SecurityOptions& s = c.security;
+         for (const auto& [path, value] :
+              {std::pair{"security.server_key", &s.server_key},
+               std::pair{"security.server_public_key", &s.server_public_key},
+               std::pair{"security.client_key", &s.client_key},
+               std::pair{"security.authorized_keys", &s.authorized_keys}}) {
+           if (value->empty()) {
+             return std::string("'security.curve' is true but '") + path +
+                    "' is empty (make keys with: ferry keygen PREFIX)";
+           }
+         }
+         return {};
        }},
   };
   return *kChecks;

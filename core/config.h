@@ -23,6 +23,11 @@ struct RunOptions {
 
 struct NetworkOptions {
   std::string host = "127.0.0.1";   // Interface every server binds; loopback by default.
+  // Where clients find the servers when they run elsewhere (launch/slurm/): the host of each
+  // replay shard, comma-separated (one for all, or one per shard), and the paramserver's host.
+  // Empty: `host`.
+  std::string replay_hosts;
+  std::string paramserver_host;
   int replay_port = 5550;           // Shard k listens on replay_port + k.
   int paramserver_port = 5540;      // Publish/fetch (ROUTER).
   int broadcast_port = 5541;        // Weight broadcast (PUB).
@@ -49,6 +54,8 @@ struct ReplayOptions {
   // snapshot_dir (empty: <run.dir>/snapshots), restored at start-up.
   std::string snapshot_dir;
   double snapshot_period_seconds = 0.0;
+  // none | lz4: uint8 columns (image observations) kept LZ4-compressed row by row.
+  std::string compression = "none";
 };
 
 struct ActorOptions {
@@ -93,6 +100,16 @@ struct LearnerOptions {
   std::string lsdqn_solver = "cholesky";  // cholesky | cg.
 };
 
+// CurveZMQ on every socket (core/curve.h); key files come from `ferry keygen`, paths relative to
+// the working directory.
+struct SecurityOptions {
+  bool curve = false;
+  std::string server_key;         // Servers' key pair (.key).
+  std::string server_public_key;  // What clients trust (.pub).
+  std::string client_key;         // Clients' key pair (.key).
+  std::string authorized_keys;    // Client public keys the servers admit, one per line.
+};
+
 struct StopOptions {
   double target_return = 475.0;      // Mean greedy eval return that ends the run (exit 0).
   int64_t max_env_steps = 500000;    // Budget; reaching it ends the run (exit 2).
@@ -108,8 +125,12 @@ struct Config {
   ActorOptions actors;
   ModelOptions model;
   LearnerOptions learner;
+  SecurityOptions security;
   StopOptions stop;
 };
+
+// The hosts of a comma-separated list, without blanks; empty for an empty list.
+std::vector<std::string> SplitHosts(const std::string& list);
 
 // Parses YAML text; `source` names it in errors (a file path or "<string>").
 // `overrides` are "key.path=value" strings applied before conversion.

@@ -39,7 +39,65 @@ Status WriteNewFile(const std::string& path, const std::string& text, mode_t mod
   return Status::Ok();
 }
 
+struct ProcessSecurity {
+  bool curve = false;
+  CurveKeyPair server_keys;
+  std::set<std::string> authorized;
+  CurveKeyPair client_keys;
+  std::string server_public_key;
+};
+
+ProcessSecurity& Installed() {
+  static ProcessSecurity security;
+  return security;
+}
+
 }  // namespace
+
+Status InstallSocketSecurity(const SecurityOptions& options, bool server, bool client) {
+  ProcessSecurity security;
+  security.curve = options.curve;
+  if (security.curve && server) {
+    auto keys = ReadKeyFile(options.server_key);
+    if (!keys.ok()) return InvalidArgument("security.server_key: " + keys.status().message());
+    security.server_keys = *keys;
+    auto authorized = ReadAuthorizedKeys(options.authorized_keys);
+    if (!authorized.ok()) {
+      return InvalidArgument("security.authorized_keys: " + authorized.status().message());
+    }
+    security.authorized = *authorized;
+  }
+  if (security.curve && client) {
+    auto keys = ReadKeyFile(options.client_key);
+    if (!keys.ok()) return InvalidArgument("security.client_key: " + keys.status().message());
+    security.client_keys = *keys;
+    auto server_public = ReadKeyFile(options.server_public_key, /*public_only=*/true);
+    if (!server_public.ok()) {
+      return InvalidArgument("security.server_public_key: " + server_public.status().message());
+    }
+    security.server_public_key = server_public->public_key;
+  }
+  Installed() = security;
+  return Status::Ok();
+}
+
+void SecureServerSocket(zmq::socket_t& socket) {
+  const ProcessSecurity& security = Installed();
+  if (!security.curve) return;
+  FERRY_CHECK(!security.server_keys.secret_key.empty());
+  MakeCurveServer(socket, security.server_keys);
+}
+
+void SecureClientSocket(zmq::socket_t& socket) {
+  const ProcessSecurity& security = Installed();
+  if (!security.curve) return;
+  FERRY_CHECK(!security.client_keys.secret_key.empty());
+  MakeCurveClient(socket, security.client_keys, security.server_public_key);
+}
+
+const std::set<std::string>& AuthorizedClientKeys() { return Installed().authorized; }
+
+bool CurveEnabled() { return Installed().curve; }
 
 Result<CurveKeyPair> GenerateKeyFiles(const std::string& prefix) {
   char public_key[kZ85KeyLength + 1];

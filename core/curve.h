@@ -24,6 +24,7 @@
 
 #include <zmq.hpp>
 
+#include "core/config.h"
 #include "core/status.h"
 
 namespace ferry::core {
@@ -45,6 +46,17 @@ void MakeCurveServer(zmq::socket_t& socket, const CurveKeyPair& keys);
 // Sets `socket` up as a CURVE client with its own `keys`, trusting `server_public_key`.
 void MakeCurveClient(zmq::socket_t& socket, const CurveKeyPair& keys,
                      const std::string& server_public_key);
+
+// The process's socket security, from the config's security.* keys: every ferry role installs
+// it once at start, as a server (loads server_key and authorized_keys), a client (client_key and
+// server_public_key) or both; then every socket it makes goes through SecureServerSocket or
+// SecureClientSocket before it binds or connects. Both do nothing while security.curve is off.
+Status InstallSocketSecurity(const SecurityOptions& options, bool server, bool client);
+void SecureServerSocket(zmq::socket_t& socket);
+void SecureClientSocket(zmq::socket_t& socket);
+// The installed server's authorized client keys (for its ZapAuthenticator); empty when off.
+const std::set<std::string>& AuthorizedClientKeys();
+bool CurveEnabled();
 
 // Answers ZeroMQ's authentication requests (ZAP, RFC 27) for every CURVE server socket of
 // `context`, on a thread of its own, until destroyed. Create it before the servers bind.

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "core/log.h"
+#include "core/topology.h"
 
 namespace ferry::launch {
 namespace {
@@ -36,6 +37,7 @@ struct Child {
   std::string name;
   std::vector<std::string> argv;
   bool is_learner = false;
+  std::string listens;  // Endpoints a server binds, for --dry-run.
   pid_t pid = -1;
   int restarts = 0;
   double restart_at = -1;  // When a crashed child is due to start again.
@@ -187,8 +189,11 @@ std::vector<Child> Topology(const core::Config& config, const std::string& binar
   };
   for (int k = 0; k < config.replay.shards; ++k) {
     role("replay-" + std::to_string(k), {binary, "replay", "--shard", std::to_string(k)});
+    children.back().listens = core::ReplayBindEndpoint(config, k);
   }
   role("paramserver", {binary, "paramserver"});
+  children.back().listens =
+      core::ParamServerBindEndpoint(config) + "," + core::BroadcastBindEndpoint(config);
   std::vector<std::string> mpi = {"mpirun"};
   if (geteuid() == 0) mpi.push_back("--allow-run-as-root");
   // Ranks share the cores with actors and shards: no pinning, and ranks waiting
@@ -270,23 +275,32 @@ int RunTopology(const RunRequest& request) {
   core::Config config = std::move(loaded).value();
   if (request.resume) config.run.dir = fs::path(request.config_path).parent_path().string();
   if (config.run.dir.empty()) config.run.dir = "runs/" + config.run.name + "-" + Timestamp();
+  config.run.dir = fs::absolute(config.run.dir).string();
+  const std::string config_file = config.run.dir + "/config.yaml";
+  std::vector<Child> children = Topology(config, request.ferry_binary, config_file, request.resume);
+  if (request.dry_run) {
+    // Every process runs on this machine; clients reach the servers at the connect endpoints
+    // (network.replay_hosts, network.paramserver_host where set).
+    std::printf("%-12s %-10s %-44s %s\n", "process", "host", "listens on", "command line");
+    for (const auto& c : children) {
+      std::printf("%-12s %-10s %-44s", c.name.c_str(), "localhost",
+                  c.listens.empty() ? "-" : c.listens.c_str());
+      for (const auto& a : c.argv) std::printf(" %s", a.c_str());
+      std::printf("\n");
+    }
+    const auto shards = core::ReplayEndpoints(config);
+    std::string connect;
+    for (const auto& e : shards) connect += (connect.empty() ? "" : ",") + e;
+    std::printf("clients connect to replay %s, paramserver %s, broadcast %s\n", connect.c_str(),
+                core::ParamServerEndpoint(config).c_str(), core::BroadcastEndpoint(config).c_str());
+    return 0;
+  }
   std::error_code ec;
   fs::create_directories(fs::path(config.run.dir) / "logs", ec);
   if (ec) {
     std::fprintf(stderr, "ferry run: cannot create run directory %s: %s\n",
                  config.run.dir.c_str(), ec.message().c_str());
     return 1;
-  }
-  config.run.dir = fs::absolute(config.run.dir).string();
-  const std::string config_file = config.run.dir + "/config.yaml";
-  std::vector<Child> children = Topology(config, request.ferry_binary, config_file, request.resume);
-  if (request.dry_run) {
-    for (const auto& c : children) {
-      std::printf("%-12s", c.name.c_str());
-      for (const auto& a : c.argv) std::printf(" %s", a.c_str());
-      std::printf("\n");
-    }
-    return 0;
   }
   {
     std::ofstream out(config_file);

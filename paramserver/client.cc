@@ -1,6 +1,7 @@
 #include "paramserver/client.h"
 
 #include "core/crc32c.h"
+#include "core/curve.h"
 #include "core/log.h"
 #include "core/wire.h"
 #include "paramserver/protocol.h"
@@ -37,6 +38,7 @@ WeightsPublisher::WeightsPublisher(zmq::context_t& context, const std::string& e
     : endpoint_(endpoint), socket_(context, zmq::socket_type::dealer) {
   socket_.set(zmq::sockopt::linger, 0);
   socket_.set(zmq::sockopt::sndhwm, 4);
+  core::SecureClientSocket(socket_);
   socket_.connect(endpoint);
 }
 
@@ -84,6 +86,8 @@ WeightsSubscriber::WeightsSubscriber(zmq::context_t& context, const std::string&
       dealer_(context, zmq::socket_type::dealer),
       sub_(context, zmq::socket_type::sub) {
   dealer_.set(zmq::sockopt::linger, 0);
+  core::SecureClientSocket(dealer_);
+  core::SecureClientSocket(sub_);
   dealer_.connect(endpoint);
   sub_.set(zmq::sockopt::linger, 0);
   sub_.set(zmq::sockopt::conflate, 1);  // Must precede connect.

@@ -1,6 +1,7 @@
 #include "paramserver/server.h"
 
 #include "core/crc32c.h"
+#include "core/curve.h"
 #include "core/log.h"
 
 namespace ferry::paramserver {
@@ -13,6 +14,8 @@ ParamServer::ParamServer(zmq::context_t& context, ServerOptions options)
       router_(context, zmq::socket_type::router),
       pub_(context, zmq::socket_type::pub) {
   router_.set(zmq::sockopt::linger, 0);
+  core::SecureServerSocket(router_);
+  core::SecureServerSocket(pub_);
   router_.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(options_.max_blob_bytes + 4096));
   pub_.set(zmq::sockopt::linger, 0);
   // Conflate the outbound queue too: a high-water mark drops the newest blob

@@ -144,6 +144,8 @@ TEST_CASE("overrides replace nested scalars and lists, and create missing sectio
   CHECK(c.seed == 7);
   CHECK(c.learner.device == "cuda");
   CHECK(Parse("replay:\n", {"replay.alpha=0.25"}).replay.alpha == 0.25);
+  CHECK(Parse("replay:\n").replay.compression == "none");
+  CHECK(Parse("replay: {compression: lz4}\n").replay.compression == "lz4");
 }
 
 TEST_CASE("overridden values are validated and the error names the override") {
@@ -225,6 +227,9 @@ TEST_CASE("an out-of-range value names the key, the value and the allowed range"
             .find("'learner.learning_rate' must be > 0, got -0.001") != std::string::npos);
   CHECK(ErrorOf("learner: {device: gpu}")
             .find("'learner.device' must be one of cpu, cuda, got 'gpu'") != std::string::npos);
+  CHECK(ErrorOf("replay: {compression: zstd}")
+            .find("'replay.compression' must be one of none, lz4, got 'zstd'") !=
+        std::string::npos);
   CHECK(ErrorOf("network: {replay_port: 70000}")
             .find("'network.replay_port' must be in [1, 65535], got 70000") != std::string::npos);
   CHECK(ErrorOf("model: {hidden: []}").find("'model.hidden' must be a non-empty list") !=

@@ -176,6 +176,28 @@ TEST_CASE("a stopped run resumes from its learner checkpoint") {
   fs::remove_all(dir);
 }
 
+TEST_CASE("--dry-run prints every process, where it listens and its command, and starts none") {
+  const fs::path dir = FreshRunDir("dryrun");
+  std::vector<std::string> args = {"run", std::string(FERRY_SOURCE_DIR) + "/configs/cartpole.yaml",
+                                   "--dry-run", "--set", "run.dir=" + dir.string(),
+                                   "--set", "network.replay_hosts=hostA,hostB"};
+  for (const auto& a : Ports(31000)) args.push_back(a);
+  const Outcome run = RunFerry(args, /*timeout=*/20);
+  INFO(run.output);
+  CHECK(run.exit_code == 0);
+  for (const char* line : {"replay-0     localhost  tcp://127.0.0.1:31000",
+                           "replay-1     localhost  tcp://127.0.0.1:31001",
+                           "paramserver  localhost  tcp://127.0.0.1:31010,tcp://127.0.0.1:31011",
+                           "learner      localhost  -", "actor-1      localhost  -",
+                           "clients connect to replay tcp://hostA:31000,tcp://hostB:31001, "
+                           "paramserver tcp://127.0.0.1:31010"}) {
+    CAPTURE(line);
+    CHECK(run.output.find(line) != std::string::npos);
+  }
+  CHECK(run.output.find("mpirun") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir));  // Nothing written, nothing started.
+}
+
 TEST_CASE("a misspelt config key stops the run before anything starts, naming the key") {
   const fs::path dir = FreshRunDir("badconfig");
   const Outcome run = RunFerry({"run", std::string(FERRY_SOURCE_DIR) + "/configs/cartpole.yaml",
