@@ -55,6 +55,7 @@ constexpr const char* kUsage =
     "  envs [--json]                         list registered environments, their spaces and\n"
     "                                        time limits\n"
     "  inspect TARGET [--json] [--watch [S]] [--count N] [--top K] [--sample N] [--timeout S]\n"
+    "          [--config CONFIG]   (CONFIG: the run's, for its CurveZMQ client keys)\n"
     "                      report on a replay shard (tcp://HOST:PORT) or a snapshot file;\n"
     "                      --watch refreshes every S seconds (default 2) until Ctrl-C or\n"
     "                      N reports, --top lists K items at each end (default 5), --sample\n"
@@ -145,7 +146,8 @@ bool ParseSeconds(const std::string& text, double* out) {
 }
 
 // ferry inspect's own flags; returns false (after printing why) on a usage error.
-bool ParseInspectArgs(int argc, char** argv, ferry::replay::InspectOptions* options) {
+bool ParseInspectArgs(int argc, char** argv, ferry::replay::InspectOptions* options,
+                      std::string* config) {
   auto usage = [](const std::string& why) {
     std::fprintf(stderr, "ferry inspect: %s\n%s", why.c_str(), kUsage);
     return false;
@@ -156,6 +158,10 @@ bool ParseInspectArgs(int argc, char** argv, ferry::replay::InspectOptions* opti
     int count = 0;
     if (a == "--json") {
       options->json = true;
+    } else if (a == "--config") {
+      if (next.empty()) return usage("--config needs the run's config (for its security keys)");
+      *config = next;
+      ++i;
     } else if (a == "--watch") {
       options->watch_seconds = 2;
       if (ParseSeconds(next, &options->watch_seconds)) ++i;
@@ -429,7 +435,18 @@ int main(int argc, char** argv) {
   if (std::strcmp(argv[1], "keygen") == 0) return KeyGen(argc, argv);
   if (std::strcmp(argv[1], "inspect") == 0) {
     ferry::replay::InspectOptions options;
-    if (!ParseInspectArgs(argc, argv, &options)) return 1;
+    std::string config_path;
+    if (!ParseInspectArgs(argc, argv, &options, &config_path)) return 1;
+    if (!config_path.empty()) {  // A shard that speaks CurveZMQ needs the client's keys.
+      auto config = ferry::core::LoadConfig(config_path, {});
+      ferry::Status secured = config.ok() ? ferry::core::InstallSocketSecurity(
+                                                config->security, false, true)
+                                          : config.status();
+      if (!secured.ok()) {
+        std::fprintf(stderr, "ferry inspect: %s\n", secured.message().c_str());
+        return 1;
+      }
+    }
     signal(SIGINT, OnSignal);
     return ferry::replay::RunInspect(options, g_stop);
   }

@@ -12,6 +12,7 @@
 #include <thread>
 #include <utility>
 
+#include "core/curve.h"
 #include "core/log.h"
 
 namespace ferry::replay {
@@ -370,6 +371,7 @@ Result<InspectReport> DecodeInspectReply(const Message& reply, const std::string
 LiveInspector::LiveInspector(zmq::context_t& context, InspectOptions options)
     : options_(std::move(options)), socket_(context, zmq::socket_type::dealer) {
   socket_.set(zmq::sockopt::linger, 0);
+  core::SecureClientSocket(socket_);
 }
 
 Result<Message> LiveInspector::Request(MessageType type, std::vector<zmq::message_t> payload,

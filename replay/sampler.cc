@@ -4,6 +4,7 @@
 #include <cstring>
 #include <thread>
 
+#include "core/curve.h"
 #include "core/log.h"
 #include "core/wire.h"
 #include "replay/global_sampling.h"
@@ -46,6 +47,7 @@ ReplaySampler::ReplaySampler(zmq::context_t& context, std::vector<std::string> e
   for (const auto& endpoint : endpoints_) {
     sockets_.emplace_back(context, zmq::socket_type::dealer);
     sockets_.back().set(zmq::sockopt::linger, 0);
+    core::SecureClientSocket(sockets_.back());
     sockets_.back().connect(endpoint);
   }
 }

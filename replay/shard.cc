@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/curve.h"
 #include "core/log.h"
 
 namespace ferry::replay {
@@ -45,6 +46,7 @@ ShardServer::ShardServer(zmq::context_t& context, ShardOptions options)
 
 Status ShardServer::Bind() {
   try {
+    core::SecureServerSocket(socket_);
     socket_.bind(options_.endpoint);
   } catch (const zmq::error_t& e) {
     return Unavailable("replay shard " + std::to_string(options_.shard_id) + ": cannot bind " +

@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "core/curve.h"
 #include "core/log.h"
 #include "core/wire.h"
 #include "replay/protocol.h"
@@ -45,6 +46,7 @@ ReplayWriter::ReplayWriter(zmq::context_t& context, std::vector<std::string> end
   for (const auto& endpoint : endpoints_) {
     Shard shard{zmq::socket_t(context, zmq::socket_type::dealer), 0, {}};
     shard.socket.set(zmq::sockopt::linger, 0);
+    core::SecureClientSocket(shard.socket);
     shard.socket.connect(endpoint);
     shards_.push_back(std::move(shard));
   }

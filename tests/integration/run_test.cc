@@ -1,5 +1,6 @@
 // Starts the real `ferry` binary: a whole topology on loopback, for short budgets.
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -196,6 +197,75 @@ TEST_CASE("--dry-run prints every process, where it listens and its command, and
   }
   CHECK(run.output.find("mpirun") != std::string::npos);
   CHECK_FALSE(fs::exists(dir));  // Nothing written, nothing started.
+}
+
+TEST_CASE("security.curve: a run trains over CurveZMQ, and a client with another key is refused") {
+  const fs::path dir = FreshRunDir("curve");
+  const fs::path keys = FreshRunDir("curve-keys");
+  fs::create_directories(keys);
+  for (const char* who : {"server", "client", "stranger"}) {
+    const Outcome made = RunFerry({"keygen", (keys / who).string()}, /*timeout=*/10);
+    INFO(made.output);
+    REQUIRE(made.exit_code == 0);
+  }
+  std::ofstream(keys / "authorized") << ReadFile(keys / "client.pub");
+  const int port_base = 21000 + getpid() % 2000 * 16 + 12;
+  const auto security = [&](const std::string& client) {
+    return std::vector<std::string>{
+        "--set", "security.curve=true",
+        "--set", "security.server_key=" + (keys / "server.key").string(),
+        "--set", "security.server_public_key=" + (keys / "server.pub").string(),
+        "--set", "security.client_key=" + (keys / (client + ".key")).string(),
+        "--set", "security.authorized_keys=" + (keys / "authorized").string()};
+  };
+  std::vector<std::string> args = ShortRun(dir, port_base, 20);
+  for (const auto& a : security("client")) args.push_back(a);
+  const Outcome run = RunFerry(args, /*timeout=*/120);
+  INFO(run.output);
+  CHECK((run.exit_code == 0 || run.exit_code == 2));
+  // Actors stored experience and the learner trained on it, all through CURVE sockets.
+  CHECK(ReadFile(dir / "metrics.jsonl").find("\"updates_per_s\": ") != std::string::npos);
+
+  // The shards' last snapshots are served again by one shard, which a stranger cannot query.
+  std::vector<std::string> shard = {"replay", "--config", (dir / "config.yaml").string(),
+                                    "--shard", "0"};
+  const pid_t server = fork();
+  if (server == 0) {
+    std::vector<char*> argv = {const_cast<char*>(FERRY_BINARY)};
+    for (auto& a : shard) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const int null = open("/dev/null", O_WRONLY);
+    dup2(null, STDOUT_FILENO);
+    dup2(null, STDERR_FILENO);
+    execv(FERRY_BINARY, argv.data());
+    _exit(127);
+  }
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(port_base);
+  const auto inspect = [&](const std::string& client) {
+    // The run's config with this client's key in place of the authorized one.
+    std::string text = ReadFile(dir / "config.yaml");
+    const std::string authorized_key = (keys / "client.key").string();
+    const size_t at = text.find(authorized_key);
+    REQUIRE(at != std::string::npos);
+    text.replace(at, authorized_key.size(), (keys / (client + ".key")).string());
+    const fs::path config = dir / (client + ".yaml");
+    std::ofstream(config) << text;
+    return RunFerry({"inspect", endpoint, "--timeout", "3", "--config", config.string()},
+                    /*timeout=*/20);
+  };
+  const Outcome allowed = inspect("client");
+  const Outcome refused = inspect("stranger");
+  kill(server, SIGTERM);
+  waitpid(server, nullptr, 0);
+  INFO(allowed.output);
+  INFO(refused.output);
+  CHECK(allowed.exit_code == 0);
+  CHECK(allowed.output.find("size") != std::string::npos);
+  CHECK(refused.exit_code != 0);
+  CHECK(refused.output.find(endpoint) != std::string::npos);
+  CHECK(ProcessesMentioning(dir.string()) == 0);
+  fs::remove_all(dir);
+  fs::remove_all(keys);
 }
 
 TEST_CASE("a misspelt config key stops the run before anything starts, naming the key") {
