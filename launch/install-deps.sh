@@ -13,6 +13,7 @@ packages=(
   liblz4-dev                              # replay.compression: lz4
   libbox2d-dev                            # envs/box2d: LunarLander
   gnuplot-nox                             # ferry plot
+  slurm-wlm munge                         # launch/slurm/ and its test
 )
 
 missing=()
