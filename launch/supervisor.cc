@@ -107,6 +107,7 @@ struct Progress {
   // replay (the rate limiter or the shards), in the allreduce, computing.
   double replay_share = 0, allreduce_share = 0, compute_share = 0;
   double rate_limited_share = 0;  // Of the sampling thread's time, held by rate limiters.
+  double policy_lag = NAN;        // Median updates between acting and training on a step.
   std::string end;
 
   void Read(const std::string& line) {
@@ -114,6 +115,7 @@ struct Progress {
     if (auto v = JsonNumber(line, "env_steps_per_s")) env_steps_per_s = *v;
     if (auto v = JsonNumber(line, "updates")) updates = *v;
     if (auto v = JsonNumber(line, "updates_per_s")) updates_per_s = *v;
+    if (auto v = JsonNumber(line, "policy_lag_median")) policy_lag = *v;
     if (auto v = JsonNumber(line, "eval_return")) {
       last_eval = *v;
       if (std::isnan(best_eval) || *v > best_eval) best_eval = *v;
@@ -145,9 +147,10 @@ struct Progress {
     char buf[320];
     std::snprintf(buf, sizeof(buf),
                   "[%6.1fs] env steps %9.0f (%7.0f/s)  updates %7.0f (%6.1f/s)  eval return %s"
-                  "  | learner: replay %2.0f%% allreduce %2.0f%% compute %2.0f%%%s",
+                  "  lag %s  | learner: replay %2.0f%% allreduce %2.0f%% compute %2.0f%%%s",
                   elapsed, env_steps, env_steps_per_s, updates, updates_per_s,
                   std::isnan(last_eval) ? "-" : std::to_string(last_eval).substr(0, 6).c_str(),
+                  std::isnan(policy_lag) ? "-" : std::to_string(std::lround(policy_lag)).c_str(),
                   100 * replay_share, 100 * allreduce_share, 100 * compute_share,
                   rate_limited_share > 0.1 ? " (rate-limited)" : "");
     return buf;

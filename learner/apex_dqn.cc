@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <random>
 
 #include "core/experience.h"
 #include "core/log.h"
@@ -46,16 +47,42 @@ DqnBatch ToTensors(const replay::SampledBatch& s, int obs_dim, const torch::Devi
   return b;
 }
 
-double MedianLag(const replay::SampledBatch& s, int64_t updates) {
-  const auto* versions = reinterpret_cast<const int64_t*>(s.columns[core::kPolicyVersion].data());
-  std::vector<int64_t> lag;
-  for (int i = 0; i < s.count; ++i) {
-    if (versions[i] >= 0) lag.push_back(updates - versions[i]);
+// The policy lag of the data trained on, (learner version - policy version) per transition,
+// over one report interval: a uniform reservoir of up to kKeep lags of rank 0's batches.
+class LagStats {
+ public:
+  void Add(const replay::SampledBatch& s, int64_t updates) {
+    const auto* versions =
+        reinterpret_cast<const int64_t*>(s.columns[core::kPolicyVersion].data());
+    for (int i = 0; i < s.count; ++i) {
+      if (versions[i] < 0) continue;  // Inserted without a policy (random warm-up).
+      const double lag = static_cast<double>(updates - versions[i]);
+      if (kept_.size() < kKeep) {
+        kept_.push_back(lag);
+      } else if (const uint64_t j = rng_() % (seen_ + 1); j < kKeep) {
+        kept_[j] = lag;
+      }
+      ++seen_;
+    }
   }
-  if (lag.empty()) return NAN;
-  std::nth_element(lag.begin(), lag.begin() + lag.size() / 2, lag.end());
-  return static_cast<double>(lag[lag.size() / 2]);
-}
+  // The q-quantile (0..1) of the interval's lags; NaN when there were none.
+  double Quantile(double q) {
+    if (kept_.empty()) return NAN;
+    const auto at = kept_.begin() + static_cast<ptrdiff_t>(q * static_cast<double>(kept_.size() - 1));
+    std::nth_element(kept_.begin(), at, kept_.end());
+    return *at;
+  }
+  void Clear() {
+    kept_.clear();
+    seen_ = 0;
+  }
+
+ private:
+  static constexpr size_t kKeep = 1 << 14;
+  std::vector<double> kept_;
+  uint64_t seen_ = 0;
+  std::mt19937_64 rng_{12345};
+};
 
 void BroadcastParameters(models::QNetwork& net, MPI_Comm comm) {
   std::vector<uint8_t> blob = models::ToBlob(*net);
@@ -190,7 +217,7 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
   int64_t updates_at_report = updater.updates(), steps_at_report = counters.env_steps;
   double loss_acc = 0;
   int loss_count = 0;
-  double lag = NAN;
+  LagStats lags;
   int64_t replay_size = 0;
   RunEnd end = RunEnd::kStopped;
 
@@ -206,7 +233,7 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
       counters.env_steps = sampled->inserted_total;
       rate_limited += sampled->wait_seconds;
       replay_size = sampled->global_size;
-      lag = MedianLag(*sampled, updater.updates());
+      if (rank == 0) lags.Add(*sampled, updater.updates());
       reducer.BeginBackward();
       DqnLoss loss = updater.ComputeGradients(ToTensors(*sampled, obs_dim, device),
                                               static_cast<double>(global_batch));
@@ -322,7 +349,9 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
                         .Add("env_steps_per_s", (counters.env_steps - steps_at_report) / dt)
                         .Add("loss", loss_count ? loss_acc / loss_count : NAN)
                         .Add("replay_size", static_cast<double>(replay_size))
-                        .Add("policy_lag_median", lag)
+                        .Add("policy_lag_median", lags.Quantile(0.5))
+                        .Add("policy_lag_p90", lags.Quantile(0.9))
+                        .Add("policy_lag_max", lags.Quantile(1.0))
                         .Add("wait_replay_s", wait_replay)
                         .Add("allreduce_s", wait_allreduce)
                         .Add("compute_s", compute)
@@ -333,6 +362,7 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
       steps_at_report = counters.env_steps;
       loss_acc = 0;
       loss_count = 0;
+      lags.Clear();
     }
   }
 
