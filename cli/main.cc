@@ -30,6 +30,7 @@
 #include "core/log.h"
 #include "core/topology.h"
 #include "envs/env.h"
+#include "cli/replay_role.h"
 #include "launch/plot.h"
 #include "launch/supervisor.h"
 #include "learner/apex_dqn.h"
@@ -225,59 +226,8 @@ int RunReplay(const Args& args, const Config& config) {
     std::fprintf(stderr, "ferry replay: --shard must be in 0..%d\n", config.replay.shards - 1);
     return 1;
   }
-  ferry::core::SetLogName("replay-" + std::to_string(args.index));
-  auto probe = ferry::envs::MakeEnv(config.env.id, 0);
-  if (!probe.ok()) return Fail(probe.status());
-  ferry::replay::ShardOptions options;
-  options.shard_id = static_cast<uint32_t>(args.index);
-  options.endpoint = ferry::core::ReplayBindEndpoint(config, args.index);
-  options.schema = ferry::core::TransitionSchema((*probe)->observation_space().flat_size(),
-                                                 /*discrete_actions=*/true, 1);
-  options.capacity = config.replay.capacity;
-  if (config.replay.capacity_bytes > 0) {
-    options.capacity =
-        config.replay.capacity_bytes / static_cast<int64_t>(options.schema.row_bytes());
-    if (options.capacity < 1) {
-      return Fail(ferry::InvalidArgument(
-          "replay.capacity_bytes: " + std::to_string(config.replay.capacity_bytes) +
-          " bytes hold no transition of " + std::to_string(options.schema.row_bytes()) +
-          " bytes; raise it or set it to 0 to use replay.capacity"));
-    }
-  }
-  options.alpha = config.replay.alpha;
-  auto selector = ferry::replay::ParseSelectorKind(config.replay.selector);
-  if (!selector.ok()) return Fail(selector.status());
-  options.selector = *selector;
-  auto compression = ferry::replay::ParseCompression(config.replay.compression);
-  if (!compression.ok()) return Fail(compression.status());
-  options.compression = *compression;
-  options.min_size_to_sample = config.replay.min_size_to_sample;
-  options.samples_per_insert = config.replay.samples_per_insert;
-  options.samples_per_insert_tolerance = config.replay.samples_per_insert_tolerance;
-  options.seed = config.seed * 31337ull + args.index;
-  options.snapshot_dir = config.replay.snapshot_dir;
-  if (options.snapshot_dir.empty()) {
-    options.snapshot_dir = config.run.dir.empty() ? "snapshots" : config.run.dir + "/snapshots";
-  }
-  options.snapshot_period_seconds = config.replay.snapshot_period_seconds;
-  zmq::context_t context(1);
-  std::optional<ferry::core::ZapAuthenticator> authenticator;
-  if (auto s = Secure(config, true, false, &context, &authenticator); !s.ok()) return Fail(s);
-  ferry::replay::ShardServer shard(context, options);
-  if (auto s = shard.Bind(); !s.ok()) return Fail(s);
-  if (auto s = shard.Restore(); !s.ok()) return Fail(s);
-  ferry::core::Log("serving %s (capacity %lld, selector %s, alpha %.2f, schema %s)",
-                   options.endpoint.c_str(), static_cast<long long>(options.capacity),
-                   ferry::replay::SelectorKindName(options.selector), options.alpha,
-                   options.schema.ToString().c_str());
-  shard.Serve(g_stop);
-  const auto stats = shard.Stats();
-  ferry::core::Log("stopped: %lld stored, %lld sampled, %lld duplicates dropped, %lld bad messages",
-                   static_cast<long long>(stats.mass.inserted_total),
-                   static_cast<long long>(stats.samples_total),
-                   static_cast<long long>(stats.duplicates_dropped),
-                   static_cast<long long>(stats.bad_messages));
-  return 0;
+  const ferry::Status served = ferry::cli::ServeReplayShard(config, args.index, g_stop);
+  return served.ok() ? 0 : Fail(served);
 }
 
 int RunParamServer(const Config& config) {

@@ -190,8 +190,18 @@ std::vector<Child> Topology(const core::Config& config, const std::string& binar
     argv.insert(argv.begin() + 2, common.begin(), common.end());
     children.push_back(Child{name, std::move(argv)});
   };
+  // Shards run as ferry-replay where it sits beside ferry: without LibTorch mapped, their
+  // snapshot forks pause them for about a millisecond instead of about ten.
+  const std::string lean_replay = binary + "-replay";
+  const bool lean = access(lean_replay.c_str(), X_OK) == 0;
   for (int k = 0; k < config.replay.shards; ++k) {
-    role("replay-" + std::to_string(k), {binary, "replay", "--shard", std::to_string(k)});
+    const std::string name = "replay-" + std::to_string(k);
+    if (lean) {
+      children.push_back(
+          Child{name, {lean_replay, "--config", config_file, "--shard", std::to_string(k)}});
+    } else {
+      role(name, {binary, "replay", "--shard", std::to_string(k)});
+    }
     children.back().listens = core::ReplayBindEndpoint(config, k);
   }
   role("paramserver", {binary, "paramserver"});

@@ -1,0 +1,23 @@
+// The replay shard role, shared by `ferry replay` and the `ferry-replay` binary.
+//
+// `ferry-replay` is the same shard without LibTorch and MPI linked in: a shard snapshots by
+// fork(), and fork copies the page tables of every mapping, so a process carrying LibTorch's
+// ~1,500 mappings and 160 MB of touched pages pauses for 7-11 ms per snapshot where the lean
+// binary pauses for about 1 ms. `ferry run` starts shards with `ferry-replay` when it sits
+// beside `ferry`.
+#ifndef FERRY_CLI_REPLAY_ROLE_H_
+#define FERRY_CLI_REPLAY_ROLE_H_
+
+#include <atomic>
+
+#include "core/config.h"
+#include "core/status.h"
+
+namespace ferry::cli {
+
+// Serves replay shard `shard` of `config` until `stop`; logs what it does under "replay-K".
+Status ServeReplayShard(const core::Config& config, int shard, const std::atomic<bool>& stop);
+
+}  // namespace ferry::cli
+
+#endif  // FERRY_CLI_REPLAY_ROLE_H_
