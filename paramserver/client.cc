@@ -86,6 +86,10 @@ WeightsSubscriber::WeightsSubscriber(zmq::context_t& context, const std::string&
       dealer_(context, zmq::socket_type::dealer),
       sub_(context, zmq::socket_type::sub) {
   dealer_.set(zmq::sockopt::linger, 0);
+  // A blob bigger than any server accepts is dropped by ZeroMQ before it is allocated.
+  for (zmq::socket_t* s : {&dealer_, &sub_}) {
+    s->set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(kMaxBlobBytes + 4096));
+  }
   core::SecureClientSocket(dealer_);
   core::SecureClientSocket(sub_);
   dealer_.connect(endpoint);

@@ -10,6 +10,10 @@
 
 namespace ferry::paramserver {
 
+// The largest weight blob a server accepts by default (ServerOptions::max_blob_bytes), and the
+// bound every client socket puts on what it receives.
+inline constexpr uint64_t kMaxBlobBytes = uint64_t{1} << 30;
+
 struct WeightsMeta {
   int64_t version = -1;   // -1: the server holds no weights yet.
   uint32_t checksum = 0;  // CRC32C of the blob.

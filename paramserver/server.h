@@ -25,7 +25,7 @@ namespace ferry::paramserver {
 struct ServerOptions {
   std::string endpoint;            // ROUTER: publish and fetch.
   std::string broadcast_endpoint;  // PUB.
-  uint64_t max_blob_bytes = 1ull << 30;
+  uint64_t max_blob_bytes = kMaxBlobBytes;
 };
 
 class ParamServer {

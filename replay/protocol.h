@@ -99,6 +99,10 @@ struct StatsMeta {
 //                   one frame per schema column with the sampled items' rows.
 
 inline constexpr uint32_t kMaxInspectItems = 10000;  // Bound on top_k and sample_count.
+// The largest insert or sample, in rows, a shard accepts by default (ShardOptions::max_batch).
+inline constexpr int kMaxBatchRows = 1 << 16;
+// Bytes a sample reply carries per row beside the row itself (key, generation, probability).
+inline constexpr int64_t kSampleReplyRowOverhead = 64;
 
 struct InspectRequestMeta {
   uint32_t top_k = 0;         // Items listed at each end of the priority order.
