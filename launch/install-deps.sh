@@ -33,7 +33,9 @@ fi
 
 # LibTorch links libblas.so.3, which Debian's alternatives point at a provider.
 torch_lib=$(ls /usr/lib/*/libtorch_cpu.so* 2>/dev/null | head -n1 || true)
-blas=$(ldd "$torch_lib" 2>/dev/null | awk '/libblas|openblas/ {print $3; exit}')
+# awk reads all of ldd's output: exiting early would kill ldd with SIGPIPE, which pipefail and
+# set -e turn into a failure of this script.
+blas=$(ldd "$torch_lib" 2>/dev/null | awk '/libblas|openblas/ && !found {print $3; found = 1}')
 blas=$(readlink -f "${blas:-/nonexistent}" 2>/dev/null || true)
 case "$blas" in
   *openblas*) echo "ferry deps: ok; LibTorch uses OpenBLAS ($blas)" ;;
