@@ -1,6 +1,7 @@
 // An Ape-X actor: E envs stepped together, one batched inference per step.
 //
-//   weights (paramserver, never waited on) -> Q-network
+//   weights (paramserver -> WeightsFollower's thread, never waited on)
+//     -> VectorActor (vector_actor.h):
 //   obs[E] -> Q[E, A] -> epsilon-greedy per env -> Env::Step x E
 //          -> n-step accumulators -> TransitionBuffer
 //          -> (full) initial priorities |TD| from this network -> ReplayWriter

@@ -5,23 +5,61 @@
 //              when an episode ends (its cost counted, as EnvPool counts it)
 //                vs copying one stored observation's bytes per step, the least
 //                any acting loop does to hand an observation on
+//   actor_steps  an actor's acting on one core, CartPole with the 2x64 MLP, for
+//              E = 1, 8, 32, 128 envs: actors::VectorActor::Step (one batched
+//              inference, Ape-X epsilon-greedy, Env::Step and Reset, n-step
+//              accumulation) and TakeBatch every insert_batch transitions
+//              (initial priorities by one more inference, the columns built as
+//              ReplayWriter::Write takes them, then dropped: no network send)
+//                fast inference (models::FastMlp) vs LibTorch, same weights;
+//                the inference calls alone, timed the same way, say where the
+//                time goes
+//   broadcast  a weight blob of 100 KB, 10 MB, 100 MB from the learner's
+//              WeightsPublisher::Publish through a ParamServer until 1, 16, 64
+//              WeightsSubscriber threads (each its own sockets, loopback TCP)
+//              hold the new version
+//                vs raw ZeroMQ PUB -> SUB of the same bytes, reps alternated
+//   step_gap   the longest pause between an actor's steps (a 10 MB model,
+//              versions received on its WeightsFollower thread and loaded
+//              between steps) while 10 MB versions are broadcast
+//                vs the same loop with nothing broadcast
 //
-// Single-threaded; figures count this thread's CPU time (bench/bench.h says
-// why), so they are per core.
-//   usage: acting_bench [--quick] [--env=ID]
+// Single-threaded figures count this thread's CPU time (bench/bench.h says
+// why), so they are per core; inference runs on one thread, as in an actor.
+// Broadcast and step gap figures are wall-clock latencies.
+//   usage: acting_bench [--quick] [--only=envs|actor|broadcast] [--env=ID]
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
+#include <zmq.hpp>
 
+#include "actors/actor.h"
+#include "actors/vector_actor.h"
+#include "actors/weights_follower.h"
 #include "bench/bench.h"
 #include "core/log.h"
 #include "envs/env.h"
+#include "models/fast_mlp.h"
+#include "models/q_network.h"
+#include "paramserver/client.h"
+#include "paramserver/server.h"
 
 namespace ferry::bench {
 namespace {
@@ -122,26 +160,474 @@ void EnvStepsBench(const Settings& s, const std::string& id) {
       .Print();
 }
 
+// ---- actor_steps --------------------------------------------------------
+
+constexpr int kCartPoleObs = 4;
+constexpr int kCartPoleActions = 2;
+
+actors::VectorActorOptions CartPoleActor(int num_envs, std::vector<int> hidden,
+                                         actors::Inference inference) {
+  actors::VectorActorOptions o;
+  o.env_id = "CartPole-v1";
+  for (int e = 0; e < num_envs; ++e) {
+    o.env_seeds.push_back(1000 + e);
+    o.epsilon.push_back(actors::ApexEpsilon(0.4, 7.0, e, num_envs));
+  }
+  o.seed = 3;
+  o.hidden = std::move(hidden);
+  o.n_step = 3;
+  o.gamma = 0.99;
+  o.insert_batch = 64;
+  o.priority_epsilon = 1e-6;
+  o.inference = inference;
+  return o;
+}
+
+std::unique_ptr<actors::VectorActor> MakeActor(const actors::VectorActorOptions& options,
+                                               const std::vector<uint8_t>& weights) {
+  Result<std::unique_ptr<actors::VectorActor>> made = actors::VectorActor::Create(options);
+  if (!made.ok()) Die(made.status().ToString());
+  const Status loaded = (*made)->LoadWeights(1, weights.data(), weights.size());
+  if (!loaded.ok()) Die(loaded.ToString());
+  return std::move(made).value();
+}
+
+void ActorStepsBench(const Settings& s, int num_envs) {
+  const std::vector<int> hidden = {64, 64};
+  torch::manual_seed(5);
+  models::QNetwork net(kCartPoleObs, kCartPoleActions, hidden);
+  net->eval();
+  const std::vector<uint8_t> weights = models::ToBlob(*net);
+  auto libtorch = MakeActor(CartPoleActor(num_envs, hidden, actors::Inference::kLibTorch), weights);
+  auto fast = MakeActor(CartPoleActor(num_envs, hidden, actors::Inference::kFastMlp), weights);
+
+  const int steps_per_call = std::max(1, kStepsPerCall / num_envs);
+  auto act = [&](actors::VectorActor* actor) {
+    return [&, actor, steps_per_call] {
+      for (int i = 0; i < steps_per_call; ++i) {
+        actor->Step();
+        if (actor->batch_ready()) {
+          const actors::InsertBatch batch = actor->TakeBatch();  // The local sink.
+          KeepAlive(batch.priorities.data());
+        }
+      }
+      return int64_t{steps_per_call} * num_envs;
+    };
+  };
+  // The action inference alone, on one fixed batch of observations.
+  std::vector<float> obs(static_cast<size_t>(num_envs) * kCartPoleObs);
+  std::mt19937_64 rng(6);
+  std::normal_distribution<float> normal(0.f, 0.1f);
+  for (float& x : obs) x = normal(rng);
+  models::FastMlp fast_mlp(*net);
+  auto libtorch_forward = [&] {
+    torch::NoGradGuard no_grad;
+    for (int i = 0; i < steps_per_call; ++i) {
+      const torch::Tensor q = net->forward(torch::from_blob(obs.data(), {num_envs, kCartPoleObs}));
+      KeepAlive(q.data_ptr<float>());
+    }
+    return int64_t{steps_per_call} * num_envs;
+  };
+  auto fast_forward = [&] {
+    for (int i = 0; i < steps_per_call; ++i) KeepAlive(fast_mlp.Forward(obs.data(), num_envs));
+    return int64_t{steps_per_call} * num_envs;
+  };
+
+  const auto act_libtorch = act(libtorch.get());
+  const auto act_fast = act(fast.get());
+  TimeOnThisThread(s.warmup_s, act_libtorch);
+  TimeOnThisThread(s.warmup_s, act_fast);
+  const std::vector<Figure> f =
+      Alternate(s.rounds, {[&] { return TimeOnThisThread(s.window_s, act_fast); },
+                           [&] { return TimeOnThisThread(s.window_s, act_libtorch); },
+                           [&] { return TimeOnThisThread(s.window_s, fast_forward); },
+                           [&] { return TimeOnThisThread(s.window_s, libtorch_forward); }});
+  const auto ns_per_step = [](double rate) { return 1e9 / rate; };
+  JsonLine line("actor_steps");
+  line.Add("env", "CartPole-v1")
+      .Add("envs_per_actor", num_envs)
+      .Add("model", "MLP 4-64-64-2")
+      .Add("includes",
+           "inference, Ape-X epsilon-greedy, Env::Step+Reset, 3-step accumulation, "
+           "TakeBatch per 64 transitions (priority inference, columns built); "
+           "no send")
+      .Add("value", f[0].cpu.median)
+      .Add("unit", "env steps/s, per CPU second (one core)")
+      .Add("clock", "thread CPU time")
+      .Add("wall_value", f[0].wall.median)
+      .Add("baseline", "the same actor on LibTorch inference")
+      .Add("baseline_value", f[1].cpu.median)
+      .Add("ratio", PairedRatio(f[0], f[1], &Window::cpu_rate).median)
+      .Add("fast_inference_ns_per_step", ns_per_step(f[2].cpu.median))
+      .Add("libtorch_inference_ns_per_step", ns_per_step(f[3].cpu.median))
+      .Add("fast_ns_per_step", ns_per_step(f[0].cpu.median))
+      .Add("libtorch_ns_per_step", ns_per_step(f[1].cpu.median))
+      .Add("min", f[0].cpu.min)
+      .Add("max", f[0].cpu.max)
+      .Add("rounds", s.rounds)
+      .Add("window_s", s.window_s)
+      .Add("load1", Load1())
+      .Print();
+}
+
+// ---- broadcast ----------------------------------------------------------
+
+// Two loopback TCP endpoints on ports free right now.
+std::pair<std::string, std::string> FreeTcpEndpoints() {
+  std::string endpoints[2];
+  int fds[2];
+  for (int i = 0; i < 2; ++i) {
+    fds[i] = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof(address);
+    if (fds[i] < 0 || ::bind(fds[i], reinterpret_cast<sockaddr*>(&address), sizeof(address)) ||
+        ::getsockname(fds[i], reinterpret_cast<sockaddr*>(&address), &length)) {
+      Die("cannot find a free loopback port");
+    }
+    endpoints[i] = "tcp://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+  }
+  for (int fd : fds) ::close(fd);
+  return {endpoints[0], endpoints[1]};
+}
+
+// How often an armed receiver thread polls, per receiver: 64 threads polling
+// every 50 us would leave the two cores to the pollers, not the transfer.
+constexpr double kPollPeriodPerReceiverS = 50e-6;
+// The longest a version may take to reach every receiver before the bench
+// gives up: generous on a loaded machine, where loopback still moves 10 MB/s.
+double DeliveryDeadline(size_t bytes, int receivers) {
+  return 10.0 + static_cast<double>(bytes) * receivers / 10e6;
+}
+
+// `count` threads, each with its own receiver made on its own thread. Armed
+// with a version, each polls its receiver every poll_period_s() until it holds
+// that version and notes when; the main thread waits for all of them.
+class Receivers {
+ public:
+  // make(i) runs on thread i; the function it returns polls without blocking
+  // and returns the newest version the receiver holds (-1 before any).
+  using Maker = std::function<std::function<int64_t()>(int)>;
+
+  Receivers(int count, const Maker& make)
+      : poll_period_s_(kPollPeriodPerReceiverS * count), held_at_(count), done_(0) {
+    for (int i = 0; i < count; ++i) {
+      threads_.emplace_back([this, i, make] { Run(i, make(i)); });
+    }
+  }
+  ~Receivers() {
+    stop_.store(true);
+    target_.fetch_add(1);
+    target_.notify_all();
+  }  // threads_ (std::jthread) join here.
+
+  void Arm(int64_t version) {
+    done_.store(0);
+    target_.store(version);
+    target_.notify_all();
+  }
+  // Seconds from `start` until each receiver held the armed version; empty
+  // when they did not all get it within `timeout_s`.
+  std::vector<double> Wait(double start, double timeout_s) {
+    const int count = static_cast<int>(held_at_.size());
+    while (done_.load() < count) {
+      if (core::NowSeconds() - start > timeout_s) return {};
+      Sleep(kPollPeriodPerReceiverS);
+    }
+    std::vector<double> latencies;
+    for (const auto& at : held_at_) latencies.push_back(at.load() - start);
+    return latencies;
+  }
+  double poll_period_s() const { return poll_period_s_; }
+
+ private:
+  void Run(int i, const std::function<int64_t()>& poll) {
+    int64_t held = -1;
+    while (!stop_.load()) {
+      const int64_t target = target_.load();
+      if (held >= target) {
+        target_.wait(target);
+        continue;
+      }
+      held = std::max(held, poll());
+      if (held >= target) {
+        held_at_[i].store(core::NowSeconds());
+        done_.fetch_add(1);
+      } else {
+        Sleep(poll_period_s_);
+      }
+    }
+  }
+
+  const double poll_period_s_;
+  std::vector<std::atomic<double>> held_at_;
+  std::atomic<int> done_;
+  std::atomic<int64_t> target_{-1};
+  std::atomic<bool> stop_{false};
+  std::vector<std::jthread> threads_;  // Last: joined before the state they use goes.
+};
+
+// One topology's publish step and its receivers.
+struct Route {
+  std::function<void(int64_t version)> publish;
+  Receivers* receivers;
+};
+
+// Publishes increasing versions until every receiver holds one (slow joiners
+// connected), then returns the next version to use.
+int64_t Join(const Route& route, int64_t version, double deadline_s) {
+  Sleep(0.1);  // Let the TCP connections come up before the first try.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    route.receivers->Arm(version);
+    const double sent = core::NowSeconds();
+    route.publish(version++);
+    if (!route.receivers->Wait(sent, deadline_s).empty()) return version;
+  }
+  Die("receivers did not connect within the deadline");
+}
+
+void BroadcastBench(const Settings& s, size_t bytes, int subscribers) {
+  const double available =
+      static_cast<double>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  // Each ferry subscriber briefly holds about three copies (socket, unpacked, blob).
+  if (3.0 * static_cast<double>(bytes) * subscribers > available / 2) {
+    JsonLine("broadcast")
+        .Add("blob_bytes", static_cast<int64_t>(bytes))
+        .Add("subscribers", subscribers)
+        .Add("skipped", "three copies per subscriber exceed half the free memory")
+        .Print();
+    return;
+  }
+  std::vector<uint8_t> blob(bytes);
+  std::mt19937_64 rng(8);
+  for (auto& b : blob) b = static_cast<uint8_t>(rng());
+
+  zmq::context_t context(2);
+  // ferry: publisher (this thread) -> ParamServer (its thread) -> subscribers.
+  const auto [endpoint, broadcast_endpoint] = FreeTcpEndpoints();
+  paramserver::ServerOptions server_options;
+  server_options.endpoint = endpoint;
+  server_options.broadcast_endpoint = broadcast_endpoint;
+  paramserver::ParamServer server(context, server_options);
+  if (const Status bound = server.Bind(); !bound.ok()) Die(bound.ToString());
+  std::atomic<bool> stop_server{false};
+  std::jthread serving([&] { server.Serve(stop_server); });
+  paramserver::WeightsPublisher publisher(context, endpoint);
+  Receivers ferry_receivers(subscribers, [&, endpoint, broadcast_endpoint](int) {
+    auto subscriber =
+        std::make_shared<paramserver::WeightsSubscriber>(context, endpoint, broadcast_endpoint);
+    return [subscriber] {
+      const auto blob = subscriber->Poll();
+      if (blob) KeepAlive(blob->bytes.data());
+      return subscriber->version();
+    };
+  });
+  const Route ferry{[&](int64_t v) { publisher.Publish(v, blob.data(), blob.size()); },
+                    &ferry_receivers};
+
+  // Raw ZeroMQ: one PUB (this thread) -> SUBs; frame = version, then the bytes.
+  const std::string raw_endpoint = FreeTcpEndpoints().first;
+  zmq::socket_t pub(context, zmq::socket_type::pub);
+  pub.set(zmq::sockopt::linger, 0);
+  pub.bind(raw_endpoint);
+  Receivers raw_receivers(subscribers, [&](int) {
+    auto sub = std::make_shared<zmq::socket_t>(context, zmq::socket_type::sub);
+    sub->set(zmq::sockopt::linger, 0);
+    sub->set(zmq::sockopt::subscribe, "");
+    sub->connect(raw_endpoint);
+    return [sub, newest = int64_t{-1}]() mutable {
+      zmq::message_t message;
+      while (sub->recv(message, zmq::recv_flags::dontwait)) {
+        std::memcpy(&newest, message.data(), sizeof(newest));
+      }
+      return newest;
+    };
+  });
+  const Route raw{[&](int64_t v) {
+                    zmq::message_t message(sizeof(v) + blob.size());
+                    std::memcpy(message.data(), &v, sizeof(v));
+                    std::memcpy(static_cast<uint8_t*>(message.data()) + sizeof(v), blob.data(),
+                                blob.size());
+                    pub.send(message, zmq::send_flags::none);
+                  },
+                  &raw_receivers};
+
+  const double deadline_s = DeliveryDeadline(bytes, subscribers);
+  int64_t ferry_version = Join(ferry, 1, deadline_s);
+  int64_t raw_version = Join(raw, 1, deadline_s);
+  // Each rep times both routes; reps stop at `rounds` or once the time budget is spent.
+  const double budget_s = s.quick ? 2.0 : 8.0;
+  std::vector<double> all[2], median[2], ratios;
+  const double start = core::NowSeconds();
+  for (int rep = 0; rep < s.rounds && (rep < 1 || core::NowSeconds() - start < budget_s); ++rep) {
+    double rep_all[2];
+    int which = 0;
+    for (auto [route, version] :
+         {std::pair{&ferry, &ferry_version}, std::pair{&raw, &raw_version}}) {
+      route->receivers->Arm(*version);
+      const double sent = core::NowSeconds();
+      route->publish((*version)++);
+      const std::vector<double> latencies = route->receivers->Wait(sent, deadline_s);
+      if (latencies.empty()) Die("a broadcast missed the delivery deadline");
+      rep_all[which] = *std::max_element(latencies.begin(), latencies.end());
+      all[which].push_back(rep_all[which]);
+      median[which].push_back(Summarize(latencies).median);
+      ++which;
+    }
+    ratios.push_back(rep_all[0] / rep_all[1]);
+  }
+  stop_server.store(true);
+  JsonLine("broadcast")
+      .Add("blob_bytes", static_cast<int64_t>(bytes))
+      .Add("subscribers", subscribers)
+      .Add("value", Summarize(all[0]).median * 1e3)
+      .Add("unit", "ms from Publish until every subscriber holds the version (median of reps)")
+      .Add("median_subscriber_ms", Summarize(median[0]).median * 1e3)
+      .Add("baseline", "raw ZeroMQ PUB/SUB of the same bytes, loopback TCP")
+      .Add("baseline_value", Summarize(all[1]).median * 1e3)
+      .Add("baseline_median_subscriber_ms", Summarize(median[1]).median * 1e3)
+      .Add("ratio", Summarize(ratios).median)
+      .Add("min", Summarize(all[0]).min * 1e3)
+      .Add("max", Summarize(all[0]).max * 1e3)
+      .Add("reps", static_cast<int>(ratios.size()))
+      .Add("poll_period_us", ferry_receivers.poll_period_s() * 1e6)
+      .Add("load1", Load1())
+      .Print();
+}
+
+// The gaps between an actor's steps (a 4-1536-1536-2 MLP, a 9.5 MB blob, 8
+// CartPoles, versions taken from its WeightsFollower before every step, as
+// RunActor does) over `seconds`, while a learner thread publishes a new
+// version every `period_s` (never if 0).
+struct GapStats {
+  std::vector<double> gaps;
+  int received = 0;
+  double longest_ingest_s = 0;  // Take + LoadWeights on a step that got a version.
+};
+
+GapStats ActorGaps(double seconds, double period_s) {
+  const std::vector<int> hidden = {1536, 1536};
+  torch::manual_seed(9);
+  models::QNetwork net(kCartPoleObs, kCartPoleActions, hidden);
+  const std::vector<uint8_t> weights = models::ToBlob(*net);
+  auto actor = MakeActor(CartPoleActor(8, hidden, actors::Inference::kAuto), weights);
+
+  zmq::context_t context(2);
+  const auto [endpoint, broadcast_endpoint] = FreeTcpEndpoints();
+  paramserver::ServerOptions server_options;
+  server_options.endpoint = endpoint;
+  server_options.broadcast_endpoint = broadcast_endpoint;
+  paramserver::ParamServer server(context, server_options);
+  if (const Status bound = server.Bind(); !bound.ok()) Die(bound.ToString());
+  std::atomic<bool> stop{false};
+  std::jthread serving([&] { server.Serve(stop); });
+  actors::WeightsFollower follower(context, endpoint, broadcast_endpoint);
+  std::jthread learner([&] {
+    paramserver::WeightsPublisher publisher(context, endpoint);
+    for (int64_t version = 2; period_s > 0 && !stop.load(); ++version) {
+      publisher.Publish(version, weights.data(), weights.size());
+      for (double waited = 0; waited < period_s && !stop.load(); waited += 0.01) Sleep(0.01);
+    }
+  });
+
+  GapStats stats;
+  const double start = core::NowSeconds();
+  double last = start;
+  while (last - start < seconds) {
+    const double poll_start = core::NowSeconds();
+    if (auto blob = follower.Take()) {
+      const Status loaded =
+          actor->LoadWeights(blob->version, blob->bytes.data(), blob->bytes.size());
+      if (!loaded.ok()) Die(loaded.ToString());
+      ++stats.received;
+      stats.longest_ingest_s = std::max(stats.longest_ingest_s, core::NowSeconds() - poll_start);
+    }
+    actor->Step();
+    if (actor->batch_ready()) KeepAlive(actor->TakeBatch().priorities.data());
+    const double now = core::NowSeconds();
+    stats.gaps.push_back(now - last);
+    last = now;
+  }
+  stop.store(true);
+  return stats;
+}
+
+void StepGapBench(const Settings& s) {
+  const double seconds = s.quick ? 0.5 : 3.0;
+  const double period_s = 0.1;
+  std::vector<double> quiet_max, busy_max, busy_p99, quiet_p99, ingest;
+  int received = 0;
+  for (int round = 0; round < (s.quick ? 1 : 3); ++round) {
+    for (double period : {0.0, period_s}) {
+      GapStats stats = ActorGaps(seconds, period);
+      std::sort(stats.gaps.begin(), stats.gaps.end());
+      const double p99 = stats.gaps[stats.gaps.size() * 99 / 100];
+      (period > 0 ? busy_max : quiet_max).push_back(stats.gaps.back());
+      (period > 0 ? busy_p99 : quiet_p99).push_back(p99);
+      if (period > 0) {
+        received += stats.received;
+        ingest.push_back(stats.longest_ingest_s);
+      }
+    }
+  }
+  JsonLine("step_gap")
+      .Add("actor",
+           "8 x CartPole-v1, MLP 4-1536-1536-2 (fast inference), versions from a "
+           "WeightsFollower thread, taken before every step")
+      .Add("blob_bytes", static_cast<int64_t>(sizeof(float)) *
+                             ((4 * 1536 + 1536) + (1536 * 1536 + 1536) + (1536 * 2 + 2)))
+      .Add("publish_period_ms", period_s * 1e3)
+      .Add("versions_received", received)
+      .Add("value", Summarize(busy_max).median * 1e3)
+      .Add("unit",
+           "ms, longest gap between steps while broadcasts are in flight "
+           "(median over windows)")
+      .Add("p99_ms", Summarize(busy_p99).median * 1e3)
+      .Add("longest_ingest_ms", Summarize(ingest).max * 1e3)
+      .Add("baseline", "the same loop with nothing published")
+      .Add("baseline_value", Summarize(quiet_max).median * 1e3)
+      .Add("baseline_p99_ms", Summarize(quiet_p99).median * 1e3)
+      .Add("window_s", seconds)
+      .Add("load1", Load1())
+      .Print();
+}
+
 int Main(int argc, char** argv) {
   Settings s;
+  std::string env_id;
   std::string only;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--quick") {
       s = QuickSettings();
     } else if (arg.rfind("--env=", 0) == 0) {
-      only = arg.substr(6);
+      env_id = arg.substr(6);
+    } else if (arg == "--only=envs" || arg == "--only=actor" || arg == "--only=broadcast") {
+      only = arg.substr(7);
     } else {
-      std::cerr << "usage: acting_bench [--quick] [--env=ID]\n";
+      std::cerr << "usage: acting_bench [--quick] [--only=envs|actor|broadcast] [--env=ID]\n";
       return 2;
     }
   }
   const double start = core::NowSeconds();
   PrintMachineLine(s.quick);
-  if (!only.empty()) {
-    EnvStepsBench(s, only);  // Dies naming the registered ids if there is no such env.
-  } else {
-    for (const std::string& id : envs::RegisteredEnvs()) EnvStepsBench(s, id);
+  models::UseOneInferenceThread();  // As every actor does.
+  if (only.empty() || only == "envs") {
+    if (!env_id.empty()) {
+      EnvStepsBench(s, env_id);  // Dies naming the registered ids if there is no such env.
+    } else {
+      for (const std::string& id : envs::RegisteredEnvs()) EnvStepsBench(s, id);
+    }
+  }
+  if (only.empty() || only == "actor") {
+    for (int num_envs : {1, 8, 32, 128}) ActorStepsBench(s, num_envs);
+  }
+  if (only.empty() || only == "broadcast") {
+    for (size_t bytes : {size_t{100} << 10, size_t{10} << 20, size_t{100} << 20}) {
+      for (int subscribers : {1, 16, 64}) BroadcastBench(s, bytes, subscribers);
+    }
+    StepGapBench(s);
   }
   JsonLine("done").Add("seconds", core::NowSeconds() - start).Add("load1", Load1()).Print();
   return 0;

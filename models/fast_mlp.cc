@@ -1,0 +1,116 @@
+#include "models/fast_mlp.h"
+
+#include <dlfcn.h>
+#include <xmmintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+
+#include "core/status.h"
+
+namespace ferry::models {
+namespace {
+
+// The Fortran BLAS entry point, declared as LibTorch's cpublas declares it.
+using SgemmFn = void (*)(const char* transa, const char* transb, const int* m, const int* n,
+                         const int* k, const float* alpha, const float* a, const int* lda,
+                         const float* b, const int* ldb, const float* beta, float* c,
+                         const int* ldc);
+
+// Looked up in the global scope, where libtorch_cpu's own reference to sgemm_
+// was bound, rather than linked: the build links LibTorch, not a BLAS.
+SgemmFn Sgemm() {
+  static const SgemmFn sgemm = reinterpret_cast<SgemmFn>(dlsym(RTLD_DEFAULT, "sgemm_"));
+  return sgemm;
+}
+
+// torch::relu is clamp_min(x, 0), whose vector kernel is max_ps(0, x): x when
+// 0 > x is false, so -0 and NaN pass unchanged. The same instruction here.
+void Relu(float* x, size_t size) {
+  const __m128 zero = _mm_setzero_ps();
+  size_t i = 0;
+  for (; i + 4 <= size; i += 4) _mm_storeu_ps(x + i, _mm_max_ps(zero, _mm_loadu_ps(x + i)));
+  for (; i < size; ++i) _mm_store_ss(x + i, _mm_max_ss(zero, _mm_load_ss(x + i)));
+}
+
+}  // namespace
+
+bool FastMlp::Available() { return Sgemm() != nullptr; }
+
+FastMlp::FastMlp(QNetworkImpl& net) {
+  FERRY_CHECK(Available());
+  const std::vector<torch::Tensor> params = net.parameters();
+  FERRY_CHECK(!params.empty() && params.size() % 2 == 0);
+  for (size_t i = 0; i < params.size(); i += 2) {
+    FERRY_CHECK(params[i].dim() == 2 && params[i + 1].dim() == 1);
+    Layer layer;
+    layer.out = static_cast<int>(params[i].size(0));
+    layer.in = static_cast<int>(params[i].size(1));
+    FERRY_CHECK(params[i + 1].size(0) == layer.out);
+    FERRY_CHECK(layers_.empty() || layers_.back().out == layer.in);
+    layer.weight = torch::empty({layer.out, layer.in}, torch::kFloat32);
+    layer.bias = torch::empty({layer.out}, torch::kFloat32);
+    layers_.push_back(std::move(layer));
+  }
+  CopyWeights(net);
+}
+
+void FastMlp::CopyWeights(QNetworkImpl& net) {
+  const std::vector<torch::Tensor> params = net.parameters();
+  FERRY_CHECK(params.size() == 2 * layers_.size());
+  torch::NoGradGuard no_grad;
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    layers_[l].weight.copy_(params[2 * l].detach());
+    layers_[l].bias.copy_(params[2 * l + 1].detach());
+  }
+}
+
+const float* FastMlp::Forward(const float* obs, int batch) {
+  FERRY_CHECK(batch >= 1);
+  const char transpose = 'T', no_transpose = 'N';
+  const float one = 1.f;
+  const float* x = obs;
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const Layer& layer = layers_[l];
+    torch::Tensor& activations = activations_[l % 2];
+    const int64_t size = static_cast<int64_t>(batch) * layer.out;
+    if (!activations.defined() || activations.numel() < size) {
+      activations = torch::empty({size}, torch::kFloat32);
+    }
+    float* y = activations.data_ptr<float>();
+    const float* bias = layer.bias.data_ptr<float>();
+    for (int row = 0; row < batch; ++row) {
+      std::memcpy(y + static_cast<size_t>(row) * layer.out, bias, layer.out * sizeof(float));
+    }
+    // In BLAS's column-major terms y^T [out, B] += W [out, in] x^T [in, B]: the
+    // row-major weight reads as [in, out], hence 'T'; the row-major input as
+    // [in, B]. LibTorch's addmm reaches this call by swapping its operands to
+    // write a row-major result.
+    const int m = layer.out, n = batch, k = layer.in;
+    Sgemm()(&transpose, &no_transpose, &m, &n, &k, &one, layer.weight.data_ptr<float>(), &k, x, &k,
+            &one, y, &m);
+    if (l + 1 < layers_.size()) Relu(y, size);
+    x = y;
+  }
+  return x;
+}
+
+bool ForwardMatchesLibTorch(QNetworkImpl& net, FastMlp& fast, int batch, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<float> obs(static_cast<size_t>(batch) * fast.obs_dim());
+  for (float& x : obs) x = normal(rng);
+  obs[0] = 0.f;
+  obs[obs.size() - 1] = -0.f;
+  torch::NoGradGuard no_grad;
+  const torch::Tensor q =
+      net.forward(torch::from_blob(obs.data(), {batch, fast.obs_dim()})).contiguous();
+  const float* mine = fast.Forward(obs.data(), batch);
+  return q.numel() == static_cast<int64_t>(batch) * fast.num_actions() &&
+         std::memcmp(q.data_ptr<float>(), mine, q.numel() * sizeof(float)) == 0;
+}
+
+void UseOneInferenceThread() { torch::set_num_threads(1); }
+
+}  // namespace ferry::models

@@ -1,0 +1,181 @@
+#include "actors/vector_actor.h"
+
+#include <doctest/doctest.h>
+#include <torch/torch.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <vector>
+
+#include "core/experience.h"
+#include "models/q_network.h"
+
+// Counts this test binary's heap allocations, to check that acting does not
+// allocate per transition.
+namespace {
+std::atomic<int64_t> g_allocations{0};
+// Called through a pointer: GCC would take free() in a replaced operator
+// delete for a mismatch with operator new (-Wmismatched-new-delete).
+void (*volatile g_free)(void*) = std::free;
+}  // namespace
+
+void* operator new(std::size_t bytes) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(bytes == 0 ? 1 : bytes)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { g_free(p); }
+void operator delete(void* p, std::size_t) noexcept { g_free(p); }
+
+namespace ferry::actors {
+namespace {
+
+constexpr int kHiddenWidth = 64;
+
+VectorActorOptions CartPoleOptions(int num_envs, Inference inference) {
+  VectorActorOptions o;
+  o.env_id = "CartPole-v1";
+  for (int e = 0; e < num_envs; ++e) {
+    o.env_seeds.push_back(100 + e);
+    o.epsilon.push_back(e % 2 ? 0.05 : 0.3);
+  }
+  o.seed = 7;
+  o.hidden = {kHiddenWidth, kHiddenWidth};
+  o.n_step = 3;
+  o.gamma = 0.99;
+  o.insert_batch = 32;
+  o.priority_epsilon = 1e-3;
+  o.inference = inference;
+  return o;
+}
+
+std::unique_ptr<VectorActor> MakeActor(const VectorActorOptions& options) {
+  auto made = VectorActor::Create(options);
+  REQUIRE_MESSAGE(made.ok(), made.status().ToString());
+  return std::move(made).value();
+}
+
+// Weights of a seeded CartPole network, as the paramserver delivers them.
+std::vector<uint8_t> CartPoleWeights(uint64_t seed) {
+  torch::manual_seed(seed);
+  models::QNetwork net(4, 2, std::vector<int>{kHiddenWidth, kHiddenWidth});
+  return models::ToBlob(*net);
+}
+
+TEST_CASE("VectorActor picks the fast inference path for a CartPole MLP on its own") {
+  CHECK(MakeActor(CartPoleOptions(8, Inference::kAuto))->fast_inference());
+  CHECK(MakeActor(CartPoleOptions(8, Inference::kFastMlp))->fast_inference());
+  CHECK_FALSE(MakeActor(CartPoleOptions(8, Inference::kLibTorch))->fast_inference());
+}
+
+TEST_CASE("Fast and LibTorch inference act identically: same actions, transitions, priorities") {
+  for (int num_envs : {1, 8, 32}) {
+    CAPTURE(num_envs);
+    auto fast = MakeActor(CartPoleOptions(num_envs, Inference::kFastMlp));
+    auto libtorch = MakeActor(CartPoleOptions(num_envs, Inference::kLibTorch));
+    int batches = 0;
+    for (int version = 1; version <= 3; ++version) {
+      const std::vector<uint8_t> blob = CartPoleWeights(version);
+      REQUIRE(fast->LoadWeights(version, blob.data(), blob.size()).ok());
+      REQUIRE(libtorch->LoadWeights(version, blob.data(), blob.size()).ok());
+      for (int step = 0; step < 300 / num_envs + 40; ++step) {
+        fast->Step();
+        libtorch->Step();
+        REQUIRE(fast->batch_ready() == libtorch->batch_ready());
+        if (!fast->batch_ready()) continue;
+        const InsertBatch a = fast->TakeBatch();
+        const InsertBatch b = libtorch->TakeBatch();
+        REQUIRE(a.count == b.count);
+        REQUIRE(a.columns == b.columns);
+        REQUIRE(std::memcmp(a.priorities.data(), b.priorities.data(), a.count * sizeof(float)) ==
+                0);
+        ++batches;
+      }
+    }
+    CHECK(batches >= 3);
+    CHECK(fast->RecentMeanReturn() == libtorch->RecentMeanReturn());
+  }
+}
+
+TEST_CASE("TakeBatch hands over n-step transitions with the policy version and priorities") {
+  auto actor = MakeActor(CartPoleOptions(8, Inference::kAuto));
+  const std::vector<uint8_t> blob = CartPoleWeights(1);
+  REQUIRE(actor->LoadWeights(42, blob.data(), blob.size()).ok());
+  CHECK(actor->policy_version() == 42);
+  for (int step = 0; step < 100 && !actor->batch_ready(); ++step) actor->Step();
+  REQUIRE(actor->batch_ready());
+  CHECK(actor->steps() % 8 == 0);
+  const InsertBatch batch = actor->TakeBatch();
+  CHECK_FALSE(actor->batch_ready());
+  CHECK(actor->TakeBatch().count == 0);
+  REQUIRE(batch.count >= 32);
+  const core::Schema schema = core::TransitionSchema(4, true, 1);
+  REQUIRE(batch.columns.size() == static_cast<size_t>(core::kNumTransitionColumns));
+  for (int c = 0; c < core::kNumTransitionColumns; ++c) {
+    CAPTURE(c);
+    CHECK(batch.columns[c].size() == batch.count * schema.columns[c].row_bytes());
+  }
+  std::vector<int64_t> versions(batch.count);
+  std::memcpy(versions.data(), batch.columns[core::kPolicyVersion].data(),
+              versions.size() * sizeof(int64_t));
+  for (int64_t v : versions) CHECK(v == 42);
+  REQUIRE(batch.priorities.size() == static_cast<size_t>(batch.count));
+  for (float p : batch.priorities) CHECK(p >= 1e-3f);
+}
+
+TEST_CASE("Weights of another architecture are refused and the actor keeps its version") {
+  auto actor = MakeActor(CartPoleOptions(4, Inference::kAuto));
+  const std::vector<uint8_t> blob = CartPoleWeights(1);
+  REQUIRE(actor->LoadWeights(5, blob.data(), blob.size()).ok());
+  CHECK_FALSE(actor->LoadWeights(6, blob.data(), blob.size() - 4).ok());
+  CHECK(actor->policy_version() == 5);
+}
+
+TEST_CASE("VectorActor refuses continuous actions and mismatched exploration rates") {
+  VectorActorOptions pendulum = CartPoleOptions(2, Inference::kAuto);
+  pendulum.env_id = "Pendulum-v1";
+  const auto refused = VectorActor::Create(pendulum);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().message().find("env.id") != std::string::npos);
+
+  VectorActorOptions short_epsilon = CartPoleOptions(4, Inference::kAuto);
+  short_epsilon.epsilon.pop_back();
+  CHECK_FALSE(VectorActor::Create(short_epsilon).ok());
+}
+
+TEST_CASE("Fast-path acting allocates nothing per step and a fixed count per batch") {
+  for (int insert_batch : {16, 256}) {
+    CAPTURE(insert_batch);
+    VectorActorOptions options = CartPoleOptions(32, Inference::kFastMlp);
+    options.insert_batch = insert_batch;
+    auto actor = MakeActor(options);
+    for (int i = 0; i < 20; ++i) {  // Warm: every scratch buffer at its size.
+      actor->Step();
+      if (actor->batch_ready()) actor->TakeBatch();
+    }
+    int64_t batches = 0;
+    int64_t step_allocations = 0;
+    int64_t batch_allocations = 0;
+    for (int i = 0; i < 400; ++i) {
+      const int64_t before = g_allocations.load();
+      actor->Step();
+      step_allocations += g_allocations.load() - before;
+      if (actor->batch_ready()) {
+        const int64_t before_batch = g_allocations.load();
+        const InsertBatch batch = actor->TakeBatch();
+        batch_allocations += g_allocations.load() - before_batch;
+        ++batches;
+      }
+    }
+    CHECK(step_allocations == 0);
+    REQUIRE(batches > 0);
+    // The outer column vector, six columns and the priorities.
+    CHECK(batch_allocations == 8 * batches);
+  }
+}
+
+}  // namespace
+}  // namespace ferry::actors
