@@ -34,6 +34,8 @@ constexpr int kMaxRestarts = 5;
 constexpr double kShutdownGrace = 10.0;
 
 struct Child {
+  Child(std::string name, std::vector<std::string> argv, bool is_learner = false)
+      : name(std::move(name)), argv(std::move(argv)), is_learner(is_learner) {}
   std::string name;
   std::vector<std::string> argv;
   bool is_learner = false;
