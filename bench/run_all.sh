@@ -19,6 +19,9 @@ default_mpirun+=" --mca btl_vader_single_copy_mechanism none"
 read -r -a mpirun <<<"${MPIRUN:-$default_mpirun}"
 # Open MPI refuses to start as root (as in containers) without these.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# One BLAS thread per process (Debian's OpenBLAS reads this only when it loads): two ranks with
+# a BLAS thread per core each would thrash the 2 cores.
+export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
