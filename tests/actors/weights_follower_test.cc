@@ -1,10 +1,6 @@
 #include "actors/weights_follower.h"
 
-#include <arpa/inet.h>
 #include <doctest/doctest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
@@ -17,28 +13,12 @@
 #include "core/log.h"
 #include "paramserver/client.h"
 #include "paramserver/server.h"
+#include "tests/free_ports.h"
 
 namespace ferry::actors {
 namespace {
 
-// Two loopback endpoints on ports free right now.
-std::pair<std::string, std::string> FreeTcpEndpoints() {
-  std::string endpoints[2];
-  int fds[2];
-  for (int i = 0; i < 2; ++i) {
-    fds[i] = ::socket(AF_INET, SOCK_STREAM, 0);
-    REQUIRE(fds[i] >= 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof(address);
-    REQUIRE(::bind(fds[i], reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
-    REQUIRE(::getsockname(fds[i], reinterpret_cast<sockaddr*>(&address), &length) == 0);
-    endpoints[i] = "tcp://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
-  }
-  for (int fd : fds) ::close(fd);
-  return {endpoints[0], endpoints[1]};
-}
+using testing::FreeTcpEndpoints;
 
 // A ParamServer serving on its own thread, and a learner-side publisher.
 struct ServerFixture {

@@ -1,8 +1,4 @@
-#include <arpa/inet.h>
 #include <doctest/doctest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -20,6 +16,7 @@
 #include "paramserver/client.h"
 #include "paramserver/protocol.h"
 #include "paramserver/server.h"
+#include "tests/free_ports.h"
 
 namespace ferry::paramserver {
 namespace {
@@ -30,26 +27,7 @@ using std::chrono::milliseconds;
 
 constexpr milliseconds kDeadline{5000};
 
-// Two loopback endpoints on ports that were free a moment ago. Both ports are
-// held at once so they differ; plain sockets close synchronously, so the
-// server can bind them right after.
-std::pair<std::string, std::string> FreeTcpEndpoints() {
-  std::string endpoints[2];
-  int fds[2];
-  for (int i = 0; i < 2; ++i) {
-    fds[i] = ::socket(AF_INET, SOCK_STREAM, 0);
-    REQUIRE(fds[i] >= 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof(address);
-    REQUIRE(::bind(fds[i], reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
-    REQUIRE(::getsockname(fds[i], reinterpret_cast<sockaddr*>(&address), &length) == 0);
-    endpoints[i] = "tcp://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
-  }
-  for (int fd : fds) ::close(fd);
-  return {endpoints[0], endpoints[1]};
-}
+using testing::FreeTcpEndpoints;
 
 ServerOptions OptionsFor(const std::pair<std::string, std::string>& endpoints) {
   ServerOptions options;
