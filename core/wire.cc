@@ -68,11 +68,6 @@ const char* MessageTypeName(MessageType type) {
   return "Unknown";
 }
 
-void SetReconnectBackoff(zmq::socket_t& socket) {
-  socket.set(zmq::sockopt::reconnect_ivl, 100);
-  socket.set(zmq::sockopt::reconnect_ivl_max, kReconnectMaxMs);
-}
-
 void Send(zmq::socket_t& socket, MessageType type, uint32_t sender, uint64_t sequence,
           std::vector<zmq::message_t> payload, const zmq::message_t* routing_id) {
   const Header h = MakeHeader(type, sender, sequence, payload);

@@ -69,12 +69,6 @@ struct Message {
 void Send(zmq::socket_t& socket, MessageType type, uint32_t sender, uint64_t sequence,
           std::vector<zmq::message_t> payload, const zmq::message_t* routing_id = nullptr);
 
-// A client socket reconnects to a server that went away 100 ms after losing it, then backs off
-// doubling up to kReconnectMaxMs between attempts (ZeroMQ's default retries every 100 ms for
-// ever). Set before connect.
-inline constexpr int kReconnectMaxMs = 2000;
-void SetReconnectBackoff(zmq::socket_t& socket);
-
 // zmq::poll that treats a signal's interruption (EINTR) as "nothing ready",
 // so a SIGTERM reaches the caller's stop flag instead of an exception.
 int Poll(zmq::pollitem_t* items, size_t count, int timeout_ms);

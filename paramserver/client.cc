@@ -38,7 +38,6 @@ WeightsPublisher::WeightsPublisher(zmq::context_t& context, const std::string& e
     : endpoint_(endpoint), socket_(context, zmq::socket_type::dealer) {
   socket_.set(zmq::sockopt::linger, 0);
   socket_.set(zmq::sockopt::sndhwm, 4);
-  core::SetReconnectBackoff(socket_);
   core::SecureClientSocket(socket_);
   socket_.connect(endpoint);
 }
@@ -91,10 +90,8 @@ WeightsSubscriber::WeightsSubscriber(zmq::context_t& context, const std::string&
   for (zmq::socket_t* s : {&dealer_, &sub_}) {
     s->set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(kMaxBlobBytes + 4096));
   }
-  for (zmq::socket_t* s : {&dealer_, &sub_}) {
-    core::SetReconnectBackoff(*s);
-    core::SecureClientSocket(*s);
-  }
+  core::SecureClientSocket(dealer_);
+  core::SecureClientSocket(sub_);
   dealer_.connect(endpoint);
   sub_.set(zmq::sockopt::linger, 0);
   sub_.set(zmq::sockopt::conflate, 1);  // Must precede connect.

@@ -52,7 +52,6 @@ ReplaySampler::ReplaySampler(zmq::context_t& context, std::vector<std::string> e
                         int64_t{kMaxBatchRows} *
                                 (static_cast<int64_t>(schema_.row_bytes()) + kSampleReplyRowOverhead) +
                             (int64_t{64} << 10));
-    core::SetReconnectBackoff(sockets_.back());
     core::SecureClientSocket(sockets_.back());
     sockets_.back().connect(endpoint);
   }

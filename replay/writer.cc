@@ -47,7 +47,6 @@ ReplayWriter::ReplayWriter(zmq::context_t& context, std::vector<std::string> end
     Shard shard{zmq::socket_t(context, zmq::socket_type::dealer), 0, {}};
     shard.socket.set(zmq::sockopt::linger, 0);
     shard.socket.set(zmq::sockopt::maxmsgsize, int64_t{64} << 10);  // Acks are small.
-    core::SetReconnectBackoff(shard.socket);
     core::SecureClientSocket(shard.socket);
     shard.socket.connect(endpoint);
     shards_.push_back(std::move(shard));
