@@ -18,19 +18,17 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <optional>
 #include <string>
 #include <vector>
-
 #include <zmq.hpp>
 
 #include "actors/actor.h"
+#include "cli/replay_role.h"
 #include "core/config.h"
 #include "core/curve.h"
 #include "core/log.h"
 #include "core/topology.h"
 #include "envs/env.h"
-#include "cli/replay_role.h"
 #include "launch/plot.h"
 #include "launch/supervisor.h"
 #include "learner/apex_dqn.h"
@@ -130,8 +128,8 @@ bool ParseArgs(int argc, char** argv, Args* args) {
     } else if (args->command == "run" && args->config.empty() && a.rfind("--", 0) != 0) {
       args->config = a;
     } else {
-      std::fprintf(stderr, "ferry %s: unknown argument '%s'\n%s", args->command.c_str(),
-                   a.c_str(), kUsage);
+      std::fprintf(stderr, "ferry %s: unknown argument '%s'\n%s", args->command.c_str(), a.c_str(),
+                   kUsage);
       return false;
     }
   }
@@ -197,8 +195,7 @@ bool Load(const Args& args, Config* config) {
   }
   auto loaded = ferry::core::LoadConfig(args.config, args.overrides);
   if (!loaded.ok()) {
-    std::fprintf(stderr, "ferry %s: %s\n", args.command.c_str(),
-                 loaded.status().message().c_str());
+    std::fprintf(stderr, "ferry %s: %s\n", args.command.c_str(), loaded.status().message().c_str());
     return false;
   }
   *config = std::move(loaded).value();
@@ -208,17 +205,6 @@ bool Load(const Args& args, Config* config) {
 int Fail(const ferry::Status& status) {
   ferry::core::Log("error: %s", status.message().c_str());
   return 1;
-}
-
-// Installs CurveZMQ keys for this role's sockets (core/curve.h); a server also answers the
-// handshakes of its context's sockets. Nothing happens while security.curve is off.
-ferry::Status Secure(const Config& config, bool server, bool client, zmq::context_t* context,
-                     std::optional<ferry::core::ZapAuthenticator>* authenticator) {
-  FERRY_RETURN_IF_ERROR(ferry::core::InstallSocketSecurity(config.security, server, client));
-  if (server && ferry::core::CurveEnabled()) {
-    authenticator->emplace(*context, ferry::core::AuthorizedClientKeys());
-  }
-  return ferry::Status::Ok();
 }
 
 int RunReplay(const Args& args, const Config& config) {
@@ -233,8 +219,8 @@ int RunReplay(const Args& args, const Config& config) {
 int RunParamServer(const Config& config) {
   ferry::core::SetLogName("paramserver");
   zmq::context_t context(1);
-  std::optional<ferry::core::ZapAuthenticator> authenticator;
-  if (auto s = Secure(config, true, false, &context, &authenticator); !s.ok()) return Fail(s);
+  auto authenticator = ferry::core::SecureServerRole(config.security, context);
+  if (!authenticator.ok()) return Fail(authenticator.status());
   ferry::paramserver::ServerOptions options;
   options.endpoint = ferry::core::ParamServerBindEndpoint(config);
   options.broadcast_endpoint = ferry::core::BroadcastBindEndpoint(config);
@@ -253,13 +239,17 @@ int RunActorRole(const Args& args, const Config& config) {
     return 1;
   }
   ferry::core::SetLogName("actor-" + std::to_string(args.index));
-  if (auto s = Secure(config, false, true, nullptr, nullptr); !s.ok()) return Fail(s);
+  if (auto s = ferry::core::InstallSocketSecurity(config.security, false, true); !s.ok()) {
+    return Fail(s);
+  }
   const ferry::Status s = ferry::actors::RunActor(config, args.index, g_stop);
   return s.ok() ? 0 : Fail(s);
 }
 
 int RunLearnerRole(const Args& args, const Config& config) {
-  if (auto s = Secure(config, false, true, nullptr, nullptr); !s.ok()) return Fail(s);
+  if (auto s = ferry::core::InstallSocketSecurity(config.security, false, true); !s.ok()) {
+    return Fail(s);
+  }
   int provided = 0;
   MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
   auto end = ferry::learner::RunLearner(config, args.resume, g_stop);
@@ -389,9 +379,9 @@ int main(int argc, char** argv) {
     if (!ParseInspectArgs(argc, argv, &options, &config_path)) return 1;
     if (!config_path.empty()) {  // A shard that speaks CurveZMQ needs the client's keys.
       auto config = ferry::core::LoadConfig(config_path, {});
-      ferry::Status secured = config.ok() ? ferry::core::InstallSocketSecurity(
-                                                config->security, false, true)
-                                          : config.status();
+      ferry::Status secured =
+          config.ok() ? ferry::core::InstallSocketSecurity(config->security, false, true)
+                      : config.status();
       if (!secured.ok()) {
         std::fprintf(stderr, "ferry inspect: %s\n", secured.message().c_str());
         return 1;
@@ -407,8 +397,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "ferry run: which config? e.g. ferry run configs/cartpole.yaml\n");
       return 1;
     }
-    return ferry::launch::RunTopology({args.config, args.overrides, SelfPath(argv[0]),
-                                       args.dry_run, args.resume});
+    return ferry::launch::RunTopology(
+        {args.config, args.overrides, SelfPath(argv[0]), args.dry_run, args.resume});
   }
   signal(SIGINT, OnSignal);
   signal(SIGTERM, OnSignal);

@@ -2,7 +2,6 @@
 
 #include <memory>
 #include <string>
-
 #include <zmq.hpp>
 
 #include "core/curve.h"
@@ -28,11 +27,10 @@ Status ServeReplayShard(const core::Config& config, int shard, const std::atomic
     options.capacity =
         config.replay.capacity_bytes / static_cast<int64_t>(options.schema.row_bytes());
     if (options.capacity < 1) {
-      return InvalidArgument("replay.capacity_bytes: " +
-                             std::to_string(config.replay.capacity_bytes) +
-                             " bytes hold no transition of " +
-                             std::to_string(options.schema.row_bytes()) +
-                             " bytes; raise it or set it to 0 to use replay.capacity");
+      return InvalidArgument(
+          "replay.capacity_bytes: " + std::to_string(config.replay.capacity_bytes) +
+          " bytes hold no transition of " + std::to_string(options.schema.row_bytes()) +
+          " bytes; raise it or set it to 0 to use replay.capacity");
     }
   }
   options.alpha = config.replay.alpha;
@@ -53,12 +51,8 @@ Status ServeReplayShard(const core::Config& config, int shard, const std::atomic
   options.snapshot_period_seconds = config.replay.snapshot_period_seconds;
 
   zmq::context_t context(1);
-  FERRY_RETURN_IF_ERROR(core::InstallSocketSecurity(config.security, /*server=*/true,
-                                                    /*client=*/false));
-  std::unique_ptr<core::ZapAuthenticator> authenticator;
-  if (core::CurveEnabled()) {
-    authenticator = std::make_unique<core::ZapAuthenticator>(context, core::AuthorizedClientKeys());
-  }
+  auto authenticator = core::SecureServerRole(config.security, context);
+  if (!authenticator.ok()) return authenticator.status();
   replay::ShardServer server(context, options);
   FERRY_RETURN_IF_ERROR(server.Bind());
   FERRY_RETURN_IF_ERROR(server.Restore());

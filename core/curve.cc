@@ -217,13 +217,21 @@ void ZapAuthenticator::Serve() {
     }
     (allowed ? accepted_ : refused_).fetch_add(1);
     const std::string request_id = request.size() > 1 ? request[1].to_string() : "";
-    const std::string reply[] = {"1.0", request_id, allowed ? "200" : "400",
-                                 allowed ? "OK" : "client key not authorized", "", ""};
+    const std::string reply[] = {
+        "1.0", request_id, allowed ? "200" : "400", allowed ? "OK" : "client key not authorized",
+        "",    ""};
     for (size_t i = 0; i < 6; ++i) {
-      handler_.send(zmq::buffer(reply[i]), i + 1 < 6 ? zmq::send_flags::sndmore
-                                                     : zmq::send_flags::none);
+      handler_.send(zmq::buffer(reply[i]),
+                    i + 1 < 6 ? zmq::send_flags::sndmore : zmq::send_flags::none);
     }
   }
+}
+
+Result<std::unique_ptr<ZapAuthenticator>> SecureServerRole(const SecurityOptions& options,
+                                                           zmq::context_t& context) {
+  FERRY_RETURN_IF_ERROR(InstallSocketSecurity(options, /*server=*/true, /*client=*/false));
+  if (!CurveEnabled()) return std::unique_ptr<ZapAuthenticator>();
+  return std::make_unique<ZapAuthenticator>(context, AuthorizedClientKeys());
 }
 
 }  // namespace ferry::core

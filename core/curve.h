@@ -18,10 +18,10 @@
 #define FERRY_CORE_CURVE_H_
 
 #include <atomic>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
-
 #include <zmq.hpp>
 
 #include "core/config.h"
@@ -81,6 +81,12 @@ class ZapAuthenticator {
   std::atomic<int64_t> refused_{0};
   std::thread thread_;
 };
+
+// A server role's security: installs its keys (InstallSocketSecurity as a server) and, with
+// CURVE on, returns the authenticator for `context`'s sockets (null otherwise), which must live
+// while they serve.
+Result<std::unique_ptr<ZapAuthenticator>> SecureServerRole(const SecurityOptions& options,
+                                                           zmq::context_t& context);
 
 }  // namespace ferry::core
 
