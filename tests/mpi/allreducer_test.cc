@@ -1,5 +1,6 @@
 // Every Allreducer algorithm gives the serial sum, the same bits on every rank, for any count.
 #include "learner/linalg/allreducer.h"
+#include "tests/mpi/world.h"
 
 #include <doctest/doctest.h>
 #include <mpi.h>
@@ -18,17 +19,8 @@ using Algorithm = Allreducer::Algorithm;
 
 constexpr Algorithm kAlgorithms[] = {Algorithm::kMpi, Algorithm::kSharedMemory, Algorithm::kAuto};
 
-int Rank() {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
-}
-
-int Ranks() {
-  int ranks = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-  return ranks;
-}
+using testing::Rank;
+using testing::Ranks;
 
 // Rank r's element i: reproducible on every rank, of both signs and magnitudes from 2^-8 to 2^8,
 // so that the order of summation changes the rounded sum.

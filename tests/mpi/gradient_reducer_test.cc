@@ -11,23 +11,15 @@
 
 #include "learner/gradient_reducer.h"
 #include "models/q_network.h"
+#include "tests/mpi/world.h"
 
 namespace ferry::learner {
 namespace {
 
 using Algorithm = linalg::Allreducer::Algorithm;
 
-int Rank() {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
-}
-
-int Ranks() {
-  int ranks = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-  return ranks;
-}
+using testing::Rank;
+using testing::Ranks;
 
 models::QNetwork Network() {
   torch::manual_seed(7);  // The same parameters on every rank.

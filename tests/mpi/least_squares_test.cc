@@ -1,6 +1,7 @@
 // The distributed least-squares refit equals a serial solve of the pooled rows, its solvers
 // agree, and singular, ill-conditioned and non-finite inputs are handled on every rank.
 #include "learner/linalg/least_squares.h"
+#include "tests/mpi/world.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <doctest/doctest.h>
@@ -19,17 +20,8 @@
 namespace ferry::learner::linalg {
 namespace {
 
-int Rank() {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
-}
-
-int Ranks() {
-  int ranks = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-  return ranks;
-}
+using testing::Rank;
+using testing::Ranks;
 
 struct Rows {
   torch::Tensor phi;  // [n, d] float32.
