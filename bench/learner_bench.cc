@@ -430,11 +430,10 @@ void UpdateBench(const Settings& s, const SgemmRates& sgemm) {
     for (size_t c = 0; c < configs.size(); ++c) {
       const UpdateConfig& config = configs[c];
       const bool alone = config.ranks == 1;
-      loops.push_back(alone && Rank() != 0
-                          ? nullptr
-                          : std::make_unique<UpdateLoop>(spec, kGlobalBatch / config.ranks,
-                                                         alone ? MPI_COMM_SELF : MPI_COMM_WORLD,
-                                                         config));
+      loops.push_back(alone && Rank() != 0 ? nullptr
+                                           : std::make_unique<UpdateLoop>(
+                                                 spec, kGlobalBatch / config.ranks,
+                                                 alone ? MPI_COMM_SELF : MPI_COMM_WORLD, config));
       UpdateLoop* loop = loops.back().get();
       candidates.push_back([&s, loop, alone, threads = config.threads, window = &phases[c]] {
         const auto run = [&](MPI_Comm comm) {

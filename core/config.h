@@ -22,15 +22,15 @@ struct RunOptions {
 };
 
 struct NetworkOptions {
-  std::string host = "127.0.0.1";   // Interface every server binds; loopback by default.
+  std::string host = "127.0.0.1";  // Interface every server binds; loopback by default.
   // Where clients find the servers when they run elsewhere (launch/slurm/): the host of each
   // replay shard, comma-separated (one for all, or one per shard), and the paramserver's host.
   // Empty: `host`.
   std::string replay_hosts;
   std::string paramserver_host;
-  int replay_port = 5550;           // Shard k listens on replay_port + k.
-  int paramserver_port = 5540;      // Publish/fetch (ROUTER).
-  int broadcast_port = 5541;        // Weight broadcast (PUB).
+  int replay_port = 5550;       // Shard k listens on replay_port + k.
+  int paramserver_port = 5540;  // Publish/fetch (ROUTER).
+  int broadcast_port = 5541;    // Weight broadcast (PUB).
 };
 
 struct EnvOptions {
@@ -39,13 +39,13 @@ struct EnvOptions {
 
 struct ReplayOptions {
   int shards = 2;
-  int64_t capacity = 100000;         // Transitions per shard.
-  int64_t capacity_bytes = 0;        // If > 0: capacity = capacity_bytes / bytes per transition.
+  int64_t capacity = 100000;   // Transitions per shard.
+  int64_t capacity_bytes = 0;  // If > 0: capacity = capacity_bytes / bytes per transition.
   std::string selector = "prioritized";  // prioritized | uniform | fifo | lifo.
-  double alpha = 0.6;                // Priority exponent; 0 is uniform.
-  double beta = 0.4;                 // Importance-sampling exponent.
-  double priority_epsilon = 1e-6;    // Added to |TD| so no item has zero priority.
-  int64_t min_size_to_sample = 1000; // Per shard.
+  double alpha = 0.6;                    // Priority exponent; 0 is uniform.
+  double beta = 0.4;                     // Importance-sampling exponent.
+  double priority_epsilon = 1e-6;        // Added to |TD| so no item has zero priority.
+  int64_t min_size_to_sample = 1000;     // Per shard.
   // Rate limiter: each shard keeps samples / inserts near samples_per_insert,
   // within +- samples_per_insert_tolerance samples (Reverb's SampleToInsertRatio).
   double samples_per_insert = 8.0;
@@ -61,11 +61,11 @@ struct ReplayOptions {
 struct ActorOptions {
   int count = 2;
   int envs_per_actor = 8;
-  double epsilon = 0.4;        // Ape-X: eps_i = epsilon^(1 + i/(N-1) * epsilon_alpha).
+  double epsilon = 0.4;  // Ape-X: eps_i = epsilon^(1 + i/(N-1) * epsilon_alpha).
   double epsilon_alpha = 7.0;
   int n_step = 3;
-  int insert_batch = 64;       // Transitions per InsertBatch message.
-  int max_in_flight = 8;       // Unacked batches per shard before the actor waits.
+  int insert_batch = 64;  // Transitions per InsertBatch message.
+  int max_in_flight = 8;  // Unacked batches per shard before the actor waits.
 };
 
 struct ModelOptions {
@@ -74,19 +74,19 @@ struct ModelOptions {
 
 struct LearnerOptions {
   int ranks = 2;
-  int batch_size = 128;              // Global: split across ranks.
+  int batch_size = 128;  // Global: split across ranks.
   double learning_rate = 1e-3;
   double gamma = 0.99;
-  bool double_dqn = true;            // Target action from the online net (false: plain DQN max).
+  bool double_dqn = true;  // Target action from the online net (false: plain DQN max).
   double huber_delta = 1.0;
   double max_grad_norm = 10.0;
-  int target_update_period = 500;    // Updates between target-network copies.
-  int publish_period = 10;           // Updates between weight publications (rank 0).
-  int eval_period = 500;             // Updates between greedy evaluations (rank 0).
+  int target_update_period = 500;  // Updates between target-network copies.
+  int publish_period = 10;         // Updates between weight publications (rank 0).
+  int eval_period = 500;           // Updates between greedy evaluations (rank 0).
   int eval_episodes = 100;
-  std::string device = "cpu";        // cpu | cuda.
+  std::string device = "cpu";             // cpu | cuda.
   double checkpoint_period_seconds = 60;  // Also on SIGTERM; into <run.dir>/checkpoints.
-  int checksum_period = 1000;        // Updates between cross-rank parameter checks.
+  int checksum_period = 1000;             // Updates between cross-rank parameter checks.
   // Gradient allreduce (learner/gradient_reducer.h): auto | mpi | shared_memory; with
   // overlap_allreduce, buckets of bucket_bytes are reduced while backward runs.
   std::string allreduce = "auto";
@@ -111,8 +111,8 @@ struct SecurityOptions {
 };
 
 struct StopOptions {
-  double target_return = 475.0;      // Mean greedy eval return that ends the run (exit 0).
-  int64_t max_env_steps = 500000;    // Budget; reaching it ends the run (exit 2).
+  double target_return = 475.0;    // Mean greedy eval return that ends the run (exit 0).
+  int64_t max_env_steps = 500000;  // Budget; reaching it ends the run (exit 2).
   double max_seconds = 300.0;
 };
 
@@ -136,8 +136,7 @@ std::vector<std::string> SplitHosts(const std::string& list);
 // `overrides` are "key.path=value" strings applied before conversion.
 Result<Config> ParseConfig(const std::string& yaml_text, const std::string& source,
                            const std::vector<std::string>& overrides = {});
-Result<Config> LoadConfig(const std::string& path,
-                          const std::vector<std::string>& overrides = {});
+Result<Config> LoadConfig(const std::string& path, const std::vector<std::string>& overrides = {});
 // The resolved config as YAML (every key, defaults included); ParseConfig of
 // the result gives back an equal Config.
 std::string ConfigToYaml(const Config& config);

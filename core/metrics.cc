@@ -11,10 +11,18 @@ std::string JsonString(const std::string& text) {
   std::string out = "\"";
   for (char c : text) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char buf[8];
@@ -64,9 +72,11 @@ Status MetricsWriter::Open(const std::string& run_dir) {
   const std::string json_path = run_dir + "/metrics.jsonl";
   const std::string csv_path = run_dir + "/metrics.csv";
   json_ = std::fopen(json_path.c_str(), "a");
-  if (!json_) return Unavailable("cannot open metrics file " + json_path + ": " + std::strerror(errno));
+  if (!json_)
+    return Unavailable("cannot open metrics file " + json_path + ": " + std::strerror(errno));
   csv_ = std::fopen(csv_path.c_str(), "a");
-  if (!csv_) return Unavailable("cannot open metrics file " + csv_path + ": " + std::strerror(errno));
+  if (!csv_)
+    return Unavailable("cannot open metrics file " + csv_path + ": " + std::strerror(errno));
   if (std::ftell(csv_) == 0) std::fputs("time,updates,env_steps,key,value\n", csv_);
   return tensorboard_.Open(run_dir + "/tensorboard");
 }
@@ -102,8 +112,7 @@ void MetricsWriter::Write(const MetricsRecord& record) {
   const double wall_time =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   tensorboard_.WriteScalars(wall_time,
-                            static_cast<int64_t>(step_env >= 0 ? step_env : step_updates),
-                            scalars);
+                            static_cast<int64_t>(step_env >= 0 ? step_env : step_updates), scalars);
 }
 
 }  // namespace ferry::core

@@ -69,9 +69,8 @@ Status TensorBoardWriter::Open(const std::string& dir) {
   if (ec) return Unavailable("cannot create TensorBoard directory " + dir + ": " + ec.message());
   char host[256] = "localhost";
   gethostname(host, sizeof(host) - 1);
-  const double now = std::chrono::duration<double>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count();
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   path_ = dir + "/events.out.tfevents." + std::to_string(static_cast<int64_t>(now)) + "." + host;
   file_ = std::fopen(path_.c_str(), "ab");
   if (!file_) return Unavailable("cannot open " + path_ + ": " + std::strerror(errno));

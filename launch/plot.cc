@@ -46,8 +46,10 @@ Result<std::vector<Row>> ReadMetrics(const std::string& path) {
     std::stringstream split(line);
     for (std::string cell; std::getline(split, cell, ',');) cells.push_back(cell);
     if (cells.size() != 5) {
-      return InvalidArgument(path + ":" + std::to_string(number) + ": expected 5 comma-separated "
-                             "cells (time,updates,env_steps,key,value), got '" + line + "'");
+      return InvalidArgument(path + ":" + std::to_string(number) +
+                             ": expected 5 comma-separated "
+                             "cells (time,updates,env_steps,key,value), got '" +
+                             line + "'");
     }
     const std::string axes = cells[0] + "," + cells[1] + "," + cells[2];
     if (rows.empty() || axes != last_axes || rows.back().values.count(cells[3])) {
@@ -108,9 +110,11 @@ Status RunGnuplot(const std::string& script) {
 }  // namespace
 
 Result<std::vector<std::string>> Plot(const PlotRequest& request) {
-  if (request.run_dirs.empty()) return InvalidArgument("which run? e.g. ferry plot runs/cartpole-*");
-  const std::string out_dir =
-      request.out_dir.empty() ? (fs::path(request.run_dirs[0]) / "plots").string() : request.out_dir;
+  if (request.run_dirs.empty())
+    return InvalidArgument("which run? e.g. ferry plot runs/cartpole-*");
+  const std::string out_dir = request.out_dir.empty()
+                                  ? (fs::path(request.run_dirs[0]) / "plots").string()
+                                  : request.out_dir;
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) return Unavailable("cannot create " + out_dir + ": " + ec.message());
@@ -128,13 +132,13 @@ Result<std::vector<std::string>> Plot(const PlotRequest& request) {
     if (name.empty()) name = fs::path(dir).lexically_normal().parent_path().filename().string();
     Series s;
     s.name = name;
-    s.eval = (fs::path(out_dir) / (std::to_string(series.size()) + "." + name + ".eval.dat")).string();
+    s.eval =
+        (fs::path(out_dir) / (std::to_string(series.size()) + "." + name + ".eval.dat")).string();
     s.throughput =
         (fs::path(out_dir) / (std::to_string(series.size()) + "." + name + ".throughput.dat"))
             .string();
     s.eval_points = WriteData(s.eval, *rows, {"eval_return"});
-    s.throughput_points =
-        WriteData(s.throughput, *rows, {"env_steps_per_s", "updates_per_s"});
+    s.throughput_points = WriteData(s.throughput, *rows, {"env_steps_per_s", "updates_per_s"});
     series.push_back(s);
   }
 
@@ -153,9 +157,9 @@ Result<std::vector<std::string>> Plot(const PlotRequest& request) {
       if (!first) gp << ", ";
       first = false;
       if (throughput) {
-        gp << Quoted(s.throughput) << " using 1:3 with lines title " << Quoted(s.name + " env steps/s")
-           << ", " << Quoted(s.throughput) << " using 1:4 with lines title "
-           << Quoted(s.name + " updates/s");
+        gp << Quoted(s.throughput) << " using 1:3 with lines title "
+           << Quoted(s.name + " env steps/s") << ", " << Quoted(s.throughput)
+           << " using 1:4 with lines title " << Quoted(s.name + " updates/s");
       } else {
         gp << Quoted(s.eval) << " using " << (x == "env steps" ? "2" : "1")
            << ":3 with linespoints title " << Quoted(s.name);

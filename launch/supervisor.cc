@@ -213,13 +213,14 @@ std::vector<Child> Topology(const core::Config& config, const std::string& binar
   if (geteuid() == 0) mpi.push_back("--allow-run-as-root");
   // Ranks share the cores with actors and shards: no pinning, and ranks waiting
   // in a collective yield the CPU instead of spinning on it.
-  for (const char* a : {"--oversubscribe", "--bind-to", "none", "--mca",
-                        "btl_vader_single_copy_mechanism", "none", "--mca",
-                        "mpi_yield_when_idle", "1", "-np"}) {
+  for (const char* a :
+       {"--oversubscribe", "--bind-to", "none", "--mca", "btl_vader_single_copy_mechanism", "none",
+        "--mca", "mpi_yield_when_idle", "1", "-np"}) {
     mpi.push_back(a);
   }
   mpi.push_back(std::to_string(config.learner.ranks));
-  for (const std::string& a : {binary, std::string("learner"), std::string("--config"), config_file}) {
+  for (const std::string& a :
+       {binary, std::string("learner"), std::string("--config"), config_file}) {
     mpi.push_back(a);
   }
   if (resume) mpi.push_back("--resume");
@@ -313,8 +314,8 @@ int RunTopology(const RunRequest& request) {
   std::error_code ec;
   fs::create_directories(fs::path(config.run.dir) / "logs", ec);
   if (ec) {
-    std::fprintf(stderr, "ferry run: cannot create run directory %s: %s\n",
-                 config.run.dir.c_str(), ec.message().c_str());
+    std::fprintf(stderr, "ferry run: cannot create run directory %s: %s\n", config.run.dir.c_str(),
+                 ec.message().c_str());
     return 1;
   }
   {
@@ -342,9 +343,8 @@ int RunTopology(const RunRequest& request) {
   const std::string metrics_path = config.run.dir + "/metrics.jsonl";
   std::error_code size_error;
   const auto metrics_size = fs::file_size(metrics_path, size_error);
-  MetricsTail tail(metrics_path, request.resume && !size_error
-                                     ? static_cast<std::streamoff>(metrics_size)
-                                     : 0);
+  MetricsTail tail(metrics_path,
+                   request.resume && !size_error ? static_cast<std::streamoff>(metrics_size) : 0);
   double last_line = start;
   int learner_status = -1;
   std::string failure;
