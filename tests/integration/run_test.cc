@@ -138,8 +138,10 @@ TEST_CASE("a short CartPole run starts every role, records metrics and leaves no
 TEST_CASE("Ctrl-C stops every process of a run") {
   const fs::path dir = FreshRunDir("interrupt");
   const int port_base = 21000 + getpid() % 2000 * 16 + 4;
-  const Outcome run = RunFerry(ShortRun(dir, port_base, 200), /*timeout=*/60,
-                               /*interrupt_after=*/6);
+  // An unreachable target: a lucky 10-episode evaluation must not end the run before Ctrl-C.
+  std::vector<std::string> args = ShortRun(dir, port_base, 200);
+  args.insert(args.end(), {"--set", "stop.target_return=100000"});
+  const Outcome run = RunFerry(args, /*timeout=*/60, /*interrupt_after=*/6);
   INFO(run.output);
   CHECK(run.exit_code == 130);
   CHECK(run.seconds < 30);
