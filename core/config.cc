@@ -314,6 +314,8 @@ const std::vector<Field>& Fields() {
       Key("learner.publish_period", &C::learner, &LearnerOptions::publish_period, AtLeast(1)),
       Key("learner.eval_period", &C::learner, &LearnerOptions::eval_period, AtLeast(1)),
       Key("learner.eval_episodes", &C::learner, &LearnerOptions::eval_episodes, AtLeast(1)),
+      Key("learner.final_eval_episodes", &C::learner, &LearnerOptions::final_eval_episodes,
+          AtLeast(1)),
       Key("learner.device", &C::learner, &LearnerOptions::device, OneOf({"cpu", "cuda"})),
       Key("learner.checkpoint_period_seconds", &C::learner,
           &LearnerOptions::checkpoint_period_seconds, Above(0)),

@@ -372,12 +372,25 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
     const char* reason = end == RunEnd::kTargetReached     ? "target_reached"
                          : end == RunEnd::kBudgetExhausted ? "budget_exhausted"
                                                            : "stopped";
-    metrics.Write(core::MetricsRecord()
-                      .Add("time", counters.elapsed_seconds)
-                      .Add("updates", static_cast<double>(updater.updates()))
-                      .Add("env_steps", static_cast<double>(counters.env_steps))
-                      .Add("best_eval_return", counters.best_eval)
-                      .Add("end", reason));
+    core::MetricsRecord record;
+    record.Add("time", counters.elapsed_seconds)
+        .Add("updates", static_cast<double>(updater.updates()))
+        .Add("env_steps", static_cast<double>(counters.env_steps))
+        .Add("best_eval_return", counters.best_eval);
+    if (end != RunEnd::kStopped) {
+      // The policy the run ends with, on episodes no periodic evaluation has seen: the best
+      // periodic figure is a maximum over many evaluations of the same episodes, so it flatters.
+      auto final_eval = EvaluateGreedy(updater.online(), config.env.id,
+                                       config.learner.final_eval_episodes,
+                                       config.seed * 1000003ull + 7777777ull);
+      if (!final_eval.ok()) return final_eval.status();
+      record.Add("final_eval_return", final_eval->mean_return)
+          .Add("final_eval_std", final_eval->std_return)
+          .Add("final_eval_episodes", final_eval->episodes);
+      core::Log("final greedy evaluation on fresh episodes: mean return %.1f +- %.1f over %d",
+                final_eval->mean_return, final_eval->std_return, final_eval->episodes);
+    }
+    metrics.Write(record.Add("end", reason));
     core::Log("learner ended (%s) after %lld updates, %lld env steps, best eval return %.1f",
               reason, static_cast<long long>(updater.updates()),
               static_cast<long long>(counters.env_steps), counters.best_eval);

@@ -141,6 +141,8 @@ TEST_CASE("a short CartPole run starts every role, records metrics and leaves no
   // Actors stored experience and the learner trained on it (a run can reach its target before
   // the first periodic progress record, so the end record is the one that always exists).
   CHECK(UpdatesAtEnd(metrics) > 0);
+  // A run that reaches its target or budget evaluates its final policy on fresh episodes.
+  CHECK(metrics.find("\"final_eval_episodes\": 100") != std::string::npos);
   CHECK(ReadFile(dir / "logs" / "replay-0.log").find("0 bad messages") != std::string::npos);
   CHECK(ProcessesMentioning(dir.string()) == 0);
   fs::remove_all(dir);
