@@ -2,7 +2,7 @@
 //
 //   ferry run CONFIG [--set key=value]... [--dry-run]   the whole topology here
 //   ferry replay --config CONFIG --shard K               one replay shard
-//   ferry paramserver --config CONFIG                    the parameter server
+//   ferry paramserver --config CONFIG [--upstream F,B]   the parameter server (or a relay)
 //   ferry actor --config CONFIG --id I                   one actor process
 //   ferry run --resume RUN_DIR                           continue a stopped run
 //   ferry learner --config CONFIG [--resume]             one rank (under mpirun)
@@ -48,7 +48,9 @@ constexpr const char* kUsage =
     "                      start the whole topology on this machine and supervise it\n"
     "  run --resume RUN_DIR  continue a run from its checkpoints and snapshots\n"
     "  replay --config CONFIG --shard K      serve replay shard K\n"
-    "  paramserver --config CONFIG           serve the latest weights\n"
+    "  paramserver --config CONFIG [--upstream FETCH,BROADCAST]\n"
+    "                      serve the latest weights; with --upstream, relay those of the\n"
+    "                      paramserver at FETCH,BROADCAST (e.g. tcp://h:5540,tcp://h:5541)\n"
     "  actor --config CONFIG --id I          run actor I\n"
     "  learner --config CONFIG [--resume]    run one learner rank (start with mpirun)\n"
     "  envs [--json]                         list registered environments, their spaces and\n"
@@ -75,7 +77,8 @@ struct Args {
   std::string command;
   std::string config;
   std::vector<std::string> overrides;
-  int index = -1;  // --shard or --id.
+  int index = -1;        // --shard or --id.
+  std::string upstream;  // paramserver --upstream.
   bool dry_run = false;
   bool resume = false;
 };
@@ -116,6 +119,10 @@ bool ParseArgs(int argc, char** argv, Args* args) {
                      args->command.c_str(), a.c_str(), v);
         return false;
       }
+    } else if (a == "--upstream" && args->command == "paramserver") {
+      const char* v = value("--upstream");
+      if (!v) return false;
+      args->upstream = v;
     } else if (a == "--dry-run") {
       args->dry_run = true;
     } else if (a == "--resume" && args->command == "run") {
@@ -216,18 +223,35 @@ int RunReplay(const Args& args, const Config& config) {
   return served.ok() ? 0 : Fail(served);
 }
 
-int RunParamServer(const Config& config) {
+int RunParamServer(const Args& args, const Config& config) {
   ferry::core::SetLogName("paramserver");
-  zmq::context_t context(1);
-  auto authenticator = ferry::core::SecureServerRole(config.security, context);
-  if (!authenticator.ok()) return Fail(authenticator.status());
   ferry::paramserver::ServerOptions options;
   options.endpoint = ferry::core::ParamServerBindEndpoint(config);
   options.broadcast_endpoint = ferry::core::BroadcastBindEndpoint(config);
+  if (!args.upstream.empty()) {
+    const size_t comma = args.upstream.find(',');
+    options.upstream_endpoint = args.upstream.substr(0, comma);
+    options.upstream_broadcast_endpoint =
+        comma == std::string::npos ? "" : args.upstream.substr(comma + 1);
+    if (options.upstream_endpoint.empty() || options.upstream_broadcast_endpoint.empty() ||
+        options.upstream_broadcast_endpoint.find(',') != std::string::npos) {
+      std::fprintf(stderr,
+                   "ferry paramserver: --upstream needs FETCH,BROADCAST, the upstream "
+                   "paramserver's two endpoints (e.g. tcp://10.0.0.1:5540,tcp://10.0.0.1:5541); "
+                   "got '%s'\n",
+                   args.upstream.c_str());
+      return 1;
+    }
+  }
+  zmq::context_t context(1);
+  auto authenticator = ferry::core::SecureServerRole(config.security, context,
+                                                     /*also_client=*/!args.upstream.empty());
+  if (!authenticator.ok()) return Fail(authenticator.status());
   ferry::paramserver::ParamServer server(context, options);
   if (auto s = server.Bind(); !s.ok()) return Fail(s);
-  ferry::core::Log("serving %s, broadcasting on %s", options.endpoint.c_str(),
-                   options.broadcast_endpoint.c_str());
+  ferry::core::Log("serving %s, broadcasting on %s%s%s", options.endpoint.c_str(),
+                   options.broadcast_endpoint.c_str(), args.upstream.empty() ? "" : ", relaying ",
+                   args.upstream.c_str());
   server.Serve(g_stop);
   ferry::core::Log("stopped at version %lld", static_cast<long long>(server.latest_version()));
   return 0;
@@ -404,7 +428,7 @@ int main(int argc, char** argv) {
   signal(SIGTERM, OnSignal);
   Config config;
   if (args.command == "replay") return Load(args, &config) ? RunReplay(args, config) : 1;
-  if (args.command == "paramserver") return Load(args, &config) ? RunParamServer(config) : 1;
+  if (args.command == "paramserver") return Load(args, &config) ? RunParamServer(args, config) : 1;
   if (args.command == "actor") return Load(args, &config) ? RunActorRole(args, config) : 1;
   if (args.command == "learner") return Load(args, &config) ? RunLearnerRole(args, config) : 1;
   std::fprintf(stderr, "ferry: unknown command '%s'\n%s", args.command.c_str(), kUsage);

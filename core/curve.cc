@@ -228,8 +228,9 @@ void ZapAuthenticator::Serve() {
 }
 
 Result<std::unique_ptr<ZapAuthenticator>> SecureServerRole(const SecurityOptions& options,
-                                                           zmq::context_t& context) {
-  FERRY_RETURN_IF_ERROR(InstallSocketSecurity(options, /*server=*/true, /*client=*/false));
+                                                           zmq::context_t& context,
+                                                           bool also_client) {
+  FERRY_RETURN_IF_ERROR(InstallSocketSecurity(options, /*server=*/true, also_client));
   if (!CurveEnabled()) return std::unique_ptr<ZapAuthenticator>();
   return std::make_unique<ZapAuthenticator>(context, AuthorizedClientKeys());
 }

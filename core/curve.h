@@ -82,11 +82,12 @@ class ZapAuthenticator {
   std::thread thread_;
 };
 
-// A server role's security: installs its keys (InstallSocketSecurity as a server) and, with
-// CURVE on, returns the authenticator for `context`'s sockets (null otherwise), which must live
-// while they serve.
+// A server role's security: installs its keys (InstallSocketSecurity as a server, and as a
+// client too for a role that is both, like a relaying paramserver) and, with CURVE on, returns
+// the authenticator for `context`'s sockets (null otherwise), which must live while they serve.
 Result<std::unique_ptr<ZapAuthenticator>> SecureServerRole(const SecurityOptions& options,
-                                                           zmq::context_t& context);
+                                                           zmq::context_t& context,
+                                                           bool also_client = false);
 
 }  // namespace ferry::core
 

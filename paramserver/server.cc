@@ -1,8 +1,11 @@
 #include "paramserver/server.h"
 
+#include <optional>
+
 #include "core/crc32c.h"
 #include "core/curve.h"
 #include "core/log.h"
+#include "paramserver/client.h"
 
 namespace ferry::paramserver {
 
@@ -10,7 +13,8 @@ using core::Message;
 using core::MessageType;
 
 ParamServer::ParamServer(zmq::context_t& context, ServerOptions options)
-    : options_(std::move(options)),
+    : context_(context),
+      options_(std::move(options)),
       router_(context, zmq::socket_type::router),
       pub_(context, zmq::socket_type::pub) {
   router_.set(zmq::sockopt::linger, 0);
@@ -35,9 +39,25 @@ Status ParamServer::Bind() {
 }
 
 void ParamServer::Serve(const std::atomic<bool>& stop) {
+  std::optional<WeightsSubscriber> upstream;
+  if (relay()) {
+    upstream.emplace(context_, options_.upstream_endpoint, options_.upstream_broadcast_endpoint);
+    upstream->RequestLatest();
+  }
   zmq::pollitem_t item{router_.handle(), 0, ZMQ_POLLIN, 0};
   while (!stop.load(std::memory_order_relaxed)) {
-    core::Poll(&item, 1, 50);
+    // A relay also checks its upstream between polls: a few ms added per tree level.
+    core::Poll(&item, 1, relay() ? 2 : 50);
+    if (upstream) {
+      if (auto blob = upstream->Poll()) {
+        WeightsMeta meta;
+        meta.version = blob->version;
+        meta.bytes = blob->bytes.size();
+        meta.checksum = core::Crc32c(0, blob->bytes.data(), blob->bytes.size());
+        zmq::message_t bytes(blob->bytes.data(), blob->bytes.size());
+        Adopt(meta, bytes);
+      }
+    }
     if (!(item.revents & ZMQ_POLLIN)) continue;
     for (int i = 0; i < 64; ++i) {
       auto frames = core::ReceiveFrames(router_);
@@ -68,6 +88,10 @@ void ParamServer::Serve(const std::atomic<bool>& stop) {
 }
 
 Status ParamServer::HandlePublish(const zmq::message_t& routing_id, Message& m) {
+  if (relay()) {
+    return InvalidArgument("this paramserver relays " + options_.upstream_endpoint +
+                           " and takes no publications; publish to the root paramserver");
+  }
   WeightsMeta meta;
   FERRY_RETURN_IF_ERROR(core::DecodeMeta(m, &meta));
   if (m.payload.size() != 2 || m.payload[1].size() != meta.bytes) {
@@ -80,16 +104,20 @@ Status ParamServer::HandlePublish(const zmq::message_t& routing_id, Message& m) 
     return InvalidArgument("PublishWeights: version " + std::to_string(meta.version) +
                            " is not newer than " + std::to_string(meta_.version));
   }
-  meta_ = meta;
-  blob_.copy(m.payload[1]);
-  latest_version_.store(meta.version);
   std::vector<zmq::message_t> ack;
-  ack.push_back(core::EncodeMeta(meta_));
+  ack.push_back(core::EncodeMeta(meta));
   core::Send(router_, MessageType::kPublishAck, 0, m.header.sequence, std::move(ack), &routing_id);
-  pub_.send(core::Pack(MessageType::kWeights, 0, static_cast<uint64_t>(meta_.version),
-                       LatestPayload()),
-            zmq::send_flags::dontwait);
+  Adopt(meta, m.payload[1]);
   return Status::Ok();
+}
+
+void ParamServer::Adopt(const WeightsMeta& meta, zmq::message_t& blob) {
+  meta_ = meta;
+  blob_.copy(blob);
+  latest_version_.store(meta.version);
+  pub_.send(
+      core::Pack(MessageType::kWeights, 0, static_cast<uint64_t>(meta_.version), LatestPayload()),
+      zmq::send_flags::dontwait);
 }
 
 void ParamServer::HandleFetch(const zmq::message_t& routing_id, const Message& m) {

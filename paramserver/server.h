@@ -7,13 +7,17 @@
 // Subscribers set ZMQ_CONFLATE, so a slow actor holds only the newest version
 // and never a queue of old ones. Serve() runs on one thread and owns both
 // sockets; latest_version() may be read from any thread.
+//
+// A relay (ServerOptions::upstream_endpoint set) takes no publications: it
+// follows another paramserver as a subscriber does (fetch at start, then the
+// broadcast) and serves what it receives to its own subscribers, so a tree of
+// paramservers spreads one learner's weights to many hosts' actors.
 #ifndef FERRY_PARAMSERVER_SERVER_H_
 #define FERRY_PARAMSERVER_SERVER_H_
 
 #include <atomic>
 #include <cstdint>
 #include <string>
-
 #include <zmq.hpp>
 
 #include "core/status.h"
@@ -26,6 +30,9 @@ struct ServerOptions {
   std::string endpoint;            // ROUTER: publish and fetch.
   std::string broadcast_endpoint;  // PUB.
   uint64_t max_blob_bytes = kMaxBlobBytes;
+  // Relay mode: the upstream paramserver's ROUTER and PUB endpoints (empty: a root server).
+  std::string upstream_endpoint;
+  std::string upstream_broadcast_endpoint;
 };
 
 class ParamServer {
@@ -38,9 +45,14 @@ class ParamServer {
 
  private:
   Status HandlePublish(const zmq::message_t& routing_id, core::Message& m);
+  // Makes `blob` the latest version and broadcasts it.
+  void Adopt(const WeightsMeta& meta, zmq::message_t& blob);
   void HandleFetch(const zmq::message_t& routing_id, const core::Message& m);
   std::vector<zmq::message_t> LatestPayload() const;
 
+  bool relay() const { return !options_.upstream_endpoint.empty(); }
+
+  zmq::context_t& context_;
   ServerOptions options_;
   zmq::socket_t router_;
   zmq::socket_t pub_;

@@ -70,32 +70,45 @@ std::optional<WeightsBlob> PollUntilVersion(WeightsSubscriber& subscriber, int64
 }
 
 // A ParamServer serving on its own thread over loopback TCP; stopped and
-// joined when the test ends.
+// joined when it goes out of scope.
+class RunningServer {
+ public:
+  RunningServer(zmq::context_t& context, const ServerOptions& options) : server_(context, options) {
+    const Status bound = server_.Bind();
+    REQUIRE_MESSAGE(bound.ok(), bound.ToString());
+    thread_ = std::thread([this] { server_.Serve(stop_); });
+  }
+  ~RunningServer() {
+    stop_.store(true);
+    thread_.join();
+  }
+  RunningServer(const RunningServer&) = delete;
+  RunningServer& operator=(const RunningServer&) = delete;
+  ParamServer& operator*() { return server_; }
+  ParamServer* operator->() { return &server_; }
+
+ private:
+  ParamServer server_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// A test with one running root server.
 class ServerFixture {
  public:
   ServerFixture()
       : options_(OptionsFor(FreeTcpEndpoints())),
         endpoint_(options_.endpoint),
         broadcast_endpoint_(options_.broadcast_endpoint),
-        server_(context_, options_) {
-    const Status bound = server_.Bind();
-    REQUIRE_MESSAGE(bound.ok(), bound.ToString());
-    thread_ = std::thread([this] { server_.Serve(stop_); });
-  }
-  ~ServerFixture() {
-    stop_.store(true);
-    thread_.join();
-  }
-  ServerFixture(const ServerFixture&) = delete;
-  ServerFixture& operator=(const ServerFixture&) = delete;
+        server_(context_, options_) {}
 
  protected:
   // Publishes ever newer versions, one every 20 ms, until every subscriber has
   // received one over the broadcast: from then on their subscriptions are live.
   // Returns the next unused version.
   int64_t WaitForBroadcast(WeightsPublisher& publisher,
-                           const std::vector<WeightsSubscriber*>& subscribers) {
-    int64_t version = 1;
+                           const std::vector<WeightsSubscriber*>& subscribers,
+                           int64_t version = 1) {
     std::vector<bool> live(subscribers.size(), false);
     const bool all_live = WaitUntil([&] {
       Publish(publisher, version++);
@@ -113,9 +126,7 @@ class ServerFixture {
   ServerOptions options_;
   std::string endpoint_;
   std::string broadcast_endpoint_;
-  ParamServer server_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
+  RunningServer server_;
 };
 
 // A raw DEALER speaking the wire protocol, for messages the clients never send.
@@ -178,14 +189,14 @@ TEST_CASE_FIXTURE(ServerFixture, "A subscriber ends up with the newest of a quic
   CHECK(blob->bytes == BlobOf(newest));
   CHECK(subscriber.version() == newest);
   CHECK(subscriber.rejected() == 0);
-  CHECK(server_.latest_version() == newest);
-  CHECK(server_.bad_messages() == 0);
+  CHECK(server_->latest_version() == newest);
+  CHECK(server_->bad_messages() == 0);
 }
 
 TEST_CASE_FIXTURE(ServerFixture, "A late subscriber fetches the latest weights") {
   WeightsPublisher publisher(context_, endpoint_);
   for (int64_t v = 1; v <= 3; ++v) Publish(publisher, v);
-  REQUIRE(WaitUntil([&] { return server_.latest_version() == 3; }));
+  REQUIRE(WaitUntil([&] { return server_->latest_version() == 3; }));
 
   WeightsSubscriber late(context_, endpoint_, broadcast_endpoint_);
   late.RequestLatest();
@@ -202,7 +213,7 @@ TEST_CASE_FIXTURE(ServerFixture, "Fetching from an empty server yields nothing, 
   subscriber.RequestLatest();  // Answered with "no weights yet" (version -1).
   WeightsPublisher publisher(context_, endpoint_);
   Publish(publisher, 1);
-  REQUIRE(WaitUntil([&] { return server_.latest_version() == 1; }));
+  REQUIRE(WaitUntil([&] { return server_->latest_version() == 1; }));
   subscriber.RequestLatest();
   const auto blob = PollUntilVersion(subscriber, 1);
   REQUIRE(blob.has_value());
@@ -214,12 +225,12 @@ TEST_CASE_FIXTURE(ServerFixture, "Fetching from an empty server yields nothing, 
 TEST_CASE_FIXTURE(ServerFixture, "The server refuses a version that is not newer") {
   WeightsPublisher publisher(context_, endpoint_);
   Publish(publisher, 5);
-  REQUIRE(WaitUntil([&] { return server_.latest_version() == 5; }));
+  REQUIRE(WaitUntil([&] { return server_->latest_version() == 5; }));
   Publish(publisher, 3);
-  REQUIRE(WaitUntil([&] { return server_.bad_messages() == 1; }));
+  REQUIRE(WaitUntil([&] { return server_->bad_messages() == 1; }));
   Publish(publisher, 5);
-  REQUIRE(WaitUntil([&] { return server_.bad_messages() == 2; }));
-  CHECK(server_.latest_version() == 5);
+  REQUIRE(WaitUntil([&] { return server_->bad_messages() == 2; }));
+  CHECK(server_->latest_version() == 5);
 
   WeightsSubscriber late(context_, endpoint_, broadcast_endpoint_);
   late.RequestLatest();
@@ -242,22 +253,22 @@ TEST_CASE_FIXTURE(ServerFixture, "The server refuses corrupt messages and keeps 
   bad_checksum.checksum ^= 1;
   peer.SendPublish(/*sequence=*/11, bad_checksum, blob);
   CheckError(peer.Reply(), 11, "checksum mismatch");
-  CHECK(server_.bad_messages() == 1);
+  CHECK(server_->bad_messages() == 1);
 
   WeightsMeta bad_size = MetaOf(1, blob);
   bad_size.bytes += 1;
   peer.SendPublish(/*sequence=*/12, bad_size, blob);
   CheckError(peer.Reply(), 12, "blob size does not match");
-  CHECK(server_.bad_messages() == 2);
+  CHECK(server_->bad_messages() == 2);
 
   core::Send(peer.socket(), MessageType::kStatsRequest, 0, 13, {});
   CheckError(peer.Reply(), 13, "does not accept StatsRequest");
-  CHECK(server_.bad_messages() == 3);
+  CHECK(server_->bad_messages() == 3);
 
   peer.socket().send(zmq::str_buffer("not a ferry message"), zmq::send_flags::none);
   CheckError(peer.Reply(), 0, "header frame");
-  CHECK(server_.bad_messages() == 4);
-  CHECK(server_.latest_version() == -1);
+  CHECK(server_->bad_messages() == 4);
+  CHECK(server_->latest_version() == -1);
 
   peer.SendPublish(/*sequence=*/14, MetaOf(1, blob), blob);
   const auto ack = peer.Reply();
@@ -268,8 +279,8 @@ TEST_CASE_FIXTURE(ServerFixture, "The server refuses corrupt messages and keeps 
   REQUIRE(core::DecodeMeta(*ack, &acked).ok());
   CHECK(acked.version == 1);
   CHECK(acked.bytes == blob.size());
-  CHECK(server_.latest_version() == 1);
-  CHECK(server_.bad_messages() == 4);
+  CHECK(server_->latest_version() == 1);
+  CHECK(server_->bad_messages() == 4);
 }
 
 TEST_CASE_FIXTURE(ServerFixture, "A subscriber that does not poll gets only the newest") {
@@ -299,6 +310,54 @@ TEST_CASE_FIXTURE(ServerFixture, "A subscriber that does not poll gets only the 
   CHECK_FALSE(idle.Poll().has_value());
   CHECK(idle.version() == newest);
   CHECK(idle.rejected() == 0);
+}
+
+TEST_CASE_FIXTURE(ServerFixture,
+                  "A tree of relays hands every version down and refuses direct publications") {
+  // root -> relay -> relay of relay, each with a subscriber of its own.
+  ServerOptions relay_options = OptionsFor(FreeTcpEndpoints());
+  relay_options.upstream_endpoint = endpoint_;
+  relay_options.upstream_broadcast_endpoint = broadcast_endpoint_;
+  RunningServer relay(context_, relay_options);
+  ServerOptions leaf_options = OptionsFor(FreeTcpEndpoints());
+  leaf_options.upstream_endpoint = relay_options.endpoint;
+  leaf_options.upstream_broadcast_endpoint = relay_options.broadcast_endpoint;
+
+  WeightsPublisher publisher(context_, endpoint_);
+  Publish(publisher, 1);
+  // A relay that starts after the first publication fetches it from upstream.
+  RunningServer leaf(context_, leaf_options);
+  REQUIRE(WaitUntil([&] { return leaf->latest_version() == 1; }));
+
+  WeightsSubscriber on_leaf(context_, leaf_options.endpoint, leaf_options.broadcast_endpoint);
+  WeightsSubscriber on_relay(context_, relay_options.endpoint, relay_options.broadcast_endpoint);
+  const int64_t first = WaitForBroadcast(publisher, {&on_leaf, &on_relay}, /*version=*/2);
+  for (int64_t v = first; v < first + 5; ++v) Publish(publisher, v);
+  const int64_t newest = first + 4;
+  for (WeightsSubscriber* subscriber : {&on_leaf, &on_relay}) {
+    const auto blob = PollUntilVersion(*subscriber, newest);
+    REQUIRE(blob.has_value());
+    CHECK(blob->version == newest);
+    CHECK(blob->bytes == BlobOf(newest));
+    CHECK(subscriber->rejected() == 0);
+  }
+  CHECK(relay->latest_version() == newest);
+  CHECK(leaf->latest_version() == newest);
+
+  // A late subscriber of the leaf fetches the latest, as from a root server.
+  WeightsSubscriber late(context_, leaf_options.endpoint, leaf_options.broadcast_endpoint);
+  late.RequestLatest();
+  const auto fetched = PollUntilVersion(late, newest);
+  REQUIRE(fetched.has_value());
+  CHECK(fetched->bytes == BlobOf(newest));
+
+  RawPeer peer(context_, relay_options.endpoint);
+  const std::vector<uint8_t> blob = BlobOf(newest + 1);
+  peer.SendPublish(/*sequence=*/7, MetaOf(newest + 1, blob), blob);
+  CheckError(peer.Reply(), 7, "takes no publications");
+  CHECK(relay->latest_version() == newest);
+  CHECK(relay->bad_messages() == 1);
+  CHECK(server_->bad_messages() == 0);
 }
 
 TEST_CASE("Publish never blocks when no server is listening") {
