@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <string>
 #include <utility>
 #include <zmq.hpp>
 
@@ -14,6 +16,22 @@
 #include "replay/writer.h"
 
 namespace ferry::actors {
+
+namespace {
+
+// The writer's durable-ack counters (replay/writer.h), for the actor's log lines.
+std::string DurabilitySummary(const replay::ReplayWriter& writer) {
+  char text[200];
+  std::snprintf(text, sizeof(text),
+                "retained %lld (%.1f MB), re-sent after shard restarts %lld, unprotected %lld",
+                static_cast<long long>(writer.retained_transitions()),
+                static_cast<double>(writer.retained_bytes()) / 1e6,
+                static_cast<long long>(writer.restart_resent_transitions()),
+                static_cast<long long>(writer.unprotected_transitions()));
+  return text;
+}
+
+}  // namespace
 
 double ApexEpsilon(double epsilon, double alpha, int slot, int slots) {
   if (slots <= 1) return epsilon;
@@ -51,6 +69,7 @@ Status RunActor(const core::Config& config, int actor_id, const std::atomic<bool
                                 .count());
   writer_options.max_in_flight = config.actors.max_in_flight;
   writer_options.resend_after = 5.0;
+  writer_options.retain_bytes = config.actors.retain_bytes;
   replay::ReplayWriter writer(context, core::ReplayEndpoints(config), schema, writer_options);
   WeightsFollower weights(context, core::ParamServerEndpoint(config),
                           core::BroadcastEndpoint(config));
@@ -77,21 +96,21 @@ Status RunActor(const core::Config& config, int actor_id, const std::atomic<bool
     const double now = core::NowSeconds();
     if (now - last_report >= 10.0) {
       core::Log(
-          "actor %d: %lld steps (%.0f/s), acked %lld, in flight %lld, policy v%lld, "
+          "actor %d: %lld steps (%.0f/s), acked %lld, in flight %lld, %s, policy v%lld, "
           "recent return %.1f",
           actor_id, static_cast<long long>(actor.steps()),
           (actor.steps() - steps_at_report) / (now - last_report),
           static_cast<long long>(writer.acked_transitions()),
-          static_cast<long long>(writer.in_flight()),
+          static_cast<long long>(writer.in_flight()), DurabilitySummary(writer).c_str(),
           static_cast<long long>(actor.policy_version()), actor.RecentMeanReturn());
       last_report = now;
       steps_at_report = actor.steps();
     }
   }
   const Status flushed = writer.Flush(/*timeout_seconds=*/2.0);
-  core::Log("actor %d: stopped after %lld steps, %lld transitions acked%s", actor_id,
+  core::Log("actor %d: stopped after %lld steps, %lld transitions acked, %s%s", actor_id,
             static_cast<long long>(actor.steps()),
-            static_cast<long long>(writer.acked_transitions()),
+            static_cast<long long>(writer.acked_transitions()), DurabilitySummary(writer).c_str(),
             flushed.ok() ? "" : (", " + flushed.message()).c_str());
   return Status::Ok();
 }

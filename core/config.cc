@@ -301,6 +301,7 @@ const std::vector<Field>& Fields() {
       Key("actors.n_step", &C::actors, &ActorOptions::n_step, AtLeast(1)),
       Key("actors.insert_batch", &C::actors, &ActorOptions::insert_batch, AtLeast(1)),
       Key("actors.max_in_flight", &C::actors, &ActorOptions::max_in_flight, AtLeast(1)),
+      Key("actors.retain_bytes", &C::actors, &ActorOptions::retain_bytes, AtLeast(0)),
       Key("model.hidden", &C::model, &ModelOptions::hidden, LayerSizes),
       Key("learner.ranks", &C::learner, &LearnerOptions::ranks, AtLeast(1)),
       Key("learner.batch_size", &C::learner, &LearnerOptions::batch_size, AtLeast(1)),

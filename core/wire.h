@@ -25,7 +25,8 @@
 namespace ferry::core {
 
 inline constexpr uint32_t kMagic = 0x59525246;  // "FRRY" little-endian.
-inline constexpr uint16_t kProtocolVersion = 1;
+// 2: InsertAck carries durability (replay/protocol.h).
+inline constexpr uint16_t kProtocolVersion = 2;
 inline constexpr size_t kHeaderBytes = 32;
 inline constexpr size_t kMaxPayloadFrames = 64;
 

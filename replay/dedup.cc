@@ -30,6 +30,12 @@ bool Deduplicator::Accept(uint32_t actor, uint64_t epoch, uint64_t sequence) {
   return true;
 }
 
+std::map<uint32_t, Deduplicator::Watermark> Deduplicator::Watermarks() const {
+  std::map<uint32_t, Watermark> out;
+  for (const auto& [actor, state] : actors_) out[actor] = Watermark{state.epoch, state.next_unseen};
+  return out;
+}
+
 std::vector<Deduplicator::ActorRecord> Deduplicator::Export() const {
   std::map<uint32_t, ActorRecord> records;
   for (const auto& [actor, state] : actors_) {

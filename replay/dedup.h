@@ -8,9 +8,10 @@
 // their ack. Not thread-safe.
 //
 // A shard restored from a snapshot has forgotten the batches it acked after
-// that snapshot; their actors never send them again, so they stay a gap below
-// the sequences seen above it. Once more than kMaxSeenAhead sequences wait
-// above a gap, the gap is given up: no actor window is that wide.
+// that snapshot; writers send again those they retain (replay/writer.h), but
+// ones they let go past their retain limit never come again and stay a gap
+// below the sequences seen above it. Once more than kMaxSeenAhead sequences
+// wait above a gap, the gap is given up: no actor window is that wide.
 #ifndef FERRY_REPLAY_DEDUP_H_
 #define FERRY_REPLAY_DEDUP_H_
 
@@ -43,6 +44,14 @@ class Deduplicator {
   // Transitions stored per actor id (all epochs).
   const std::map<uint32_t, int64_t>& inserted_per_actor() const { return inserted_; }
   void CountInserted(uint32_t actor, int64_t transitions) { inserted_[actor] += transitions; }
+
+  // Per actor: its newest epoch and the sequence below which every batch was stored.
+  struct Watermark {
+    uint64_t epoch = 0;
+    uint64_t next_unseen = 0;
+  };
+  // Cheap (one entry per actor): what a shard captures when a snapshot starts.
+  std::map<uint32_t, Watermark> Watermarks() const;
 
   // Every actor's state, by ascending actor id.
   std::vector<ActorRecord> Export() const;

@@ -25,11 +25,17 @@ struct InsertMeta {
   void serialize(Archive& ar) { ar(schema_fingerprint, actor_epoch, count); }
 };
 
+// Durability (replay/writer.h keeps what a SIGKILL of the shard could still lose):
+// every batch of the acked batch's (actor, epoch) numbered below durable_through
+// is in a snapshot whose file is complete, so a restarted shard restores it.
 struct InsertAckMeta {
   uint8_t duplicate = 0;  // 1: this (actor, sequence) was stored before; nothing added.
   int64_t size = 0;
+  uint8_t snapshots = 0;         // 0: the shard never snapshots; a restart loses everything.
+  uint64_t incarnation = 0;      // Drawn at shard start: a new value means it restarted.
+  uint64_t durable_through = 0;  // Meaningful only with snapshots.
   template <class Archive>
-  void serialize(Archive& ar) { ar(duplicate, size); }
+  void serialize(Archive& ar) { ar(duplicate, size, snapshots, incarnation, durable_through); }
 };
 
 struct SampleRequestMeta {
@@ -97,6 +103,12 @@ struct StatsMeta {
 //                   slots u32, generations u32, masses f64, times_sampled u32,
 //                   policy versions i64; actor ids u32, their insert counts i64;
 //                   one frame per schema column with the sampled items' rows.
+
+// Writers and samplers reconnect to a shard that went away after 100 ms, then
+// back off, doubling up to 2 s (ZeroMQ's default retries every 100 ms for ever).
+// What a writer sent into the gap is re-sent once it is back (replay/writer.h).
+inline constexpr int kReconnectIntervalMs = 100;
+inline constexpr int kReconnectIntervalMaxMs = 2000;
 
 inline constexpr uint32_t kMaxInspectItems = 10000;  // Bound on top_k and sample_count.
 // The largest insert or sample, in rows, a shard accepts by default (ShardOptions::max_batch).

@@ -49,9 +49,11 @@ ReplaySampler::ReplaySampler(zmq::context_t& context, std::vector<std::string> e
     sockets_.back().set(zmq::sockopt::linger, 0);
     // Bounded by the largest legal reply, so an oversized one is dropped before it is allocated.
     sockets_.back().set(zmq::sockopt::maxmsgsize,
-                        int64_t{kMaxBatchRows} *
-                                (static_cast<int64_t>(schema_.row_bytes()) + kSampleReplyRowOverhead) +
+                        int64_t{kMaxBatchRows} * (static_cast<int64_t>(schema_.row_bytes()) +
+                                                  kSampleReplyRowOverhead) +
                             (int64_t{64} << 10));
+    sockets_.back().set(zmq::sockopt::reconnect_ivl, kReconnectIntervalMs);
+    sockets_.back().set(zmq::sockopt::reconnect_ivl_max, kReconnectIntervalMaxMs);
     core::SecureClientSocket(sockets_.back());
     sockets_.back().connect(endpoint);
   }

@@ -13,6 +13,14 @@ using core::MessageType;
 
 namespace {
 
+// A fresh nonzero id per shard process, so writers see a restart in its acks.
+uint64_t DrawIncarnation() {
+  std::random_device device;
+  const uint64_t drawn = (static_cast<uint64_t>(device()) << 32 | device()) ^
+                         static_cast<uint64_t>(core::NowSeconds() * 1e9);
+  return drawn == 0 ? 1 : drawn;
+}
+
 // Whether two validated InsertBatch messages are the same batch of the same actor process.
 bool SameBatch(const Message& a, const Message& b) {
   if (a.header.sender != b.header.sender || a.header.sequence != b.header.sequence) return false;
@@ -26,6 +34,7 @@ bool SameBatch(const Message& a, const Message& b) {
 ShardServer::ShardServer(zmq::context_t& context, ShardOptions options)
     : options_(std::move(options)),
       fingerprint_(options_.schema.Fingerprint()),
+      incarnation_(DrawIncarnation()),
       socket_(context, zmq::socket_type::router),
       table_(options_.schema, options_.capacity, options_.alpha, options_.selector,
              options_.compression),
@@ -212,6 +221,9 @@ Status ShardServer::HandleInsert(const zmq::message_t& routing_id, const Message
     ++stats_.duplicates_dropped;
   }
   ack.size = table_.size();
+  ack.snapshots = snapshots_.enabled() ? 1 : 0;
+  ack.incarnation = incarnation_;
+  ack.durable_through = snapshots_.DurableThrough(actor, meta.actor_epoch);
   std::vector<zmq::message_t> payload;
   payload.push_back(core::EncodeMeta(ack));
   Reply(routing_id, MessageType::kInsertAck, m.header.sequence, std::move(payload));

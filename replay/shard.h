@@ -8,6 +8,10 @@
 //   InspectRequest -> InspectReply (read-only views for `ferry inspect`)
 //   every snapshot period and at stop -> snapshot file (replay/snapshotter.h)
 //
+// Every InsertAck says how far that actor's batches are durable (in a complete
+// snapshot) and which incarnation of the shard acked it (InsertAckMeta), so
+// writers keep what a SIGKILL would lose and re-send it to the restarted shard.
+//
 // Everything runs on the thread that calls Serve(); the socket and table are
 // owned by it. Stats() may be called from another thread. A malformed message
 // gets an Error reply and a counter, and the shard keeps serving.
@@ -20,7 +24,6 @@
 #include <mutex>
 #include <random>
 #include <string>
-
 #include <zmq.hpp>
 
 #include "core/experience.h"
@@ -91,6 +94,7 @@ class ShardServer {
 
   ShardOptions options_;
   uint64_t fingerprint_;  // options_.schema.Fingerprint(), rendered once.
+  uint64_t incarnation_;  // Drawn at construction; never 0.
   zmq::socket_t socket_;
   Table table_;
   RateLimiter limiter_;

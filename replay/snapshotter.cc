@@ -105,6 +105,7 @@ Status Snapshotter::Restore(Table* table, Deduplicator* dedup, RateLimiter* limi
   }
   last_valid_sequence_ = newest->file.sequence;
   written_ = Mark{limiter->inserts(), limiter->samples(), newest->snapshot.counters};
+  durable_ = dedup->Watermarks();
   core::Log("restored %lld items from %s (%.0f ms)", static_cast<long long>(table->size()),
             newest->file.path.c_str(), (core::NowSeconds() - start) * 1e3);
   return Status::Ok();
@@ -126,6 +127,7 @@ void Snapshotter::Start(const ShardView& view) {
   child.sequence = next_sequence_++;
   child.path = dir_ + "/" + SnapshotFileName(shard_id_, child.sequence);
   child.mark = MarkOf(view);
+  child.durable = view.dedup->Watermarks();
   child.items = view.table->size();
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
@@ -161,7 +163,7 @@ void Snapshotter::Reap(ReapMode mode) {
       reaped = waitpid(child_.pid, &status, 0);
     } while (reaped < 0 && errno == EINTR);
   }
-  const Child done = std::exchange(child_, Child{});
+  Child done = std::exchange(child_, Child{});
   ChildReport report;
   ssize_t n;
   do {
@@ -171,7 +173,8 @@ void Snapshotter::Reap(ReapMode mode) {
   const bool reported = n == static_cast<ssize_t>(sizeof(report));
   std::error_code ec;
   if (!reported && mode == ReapMode::kAbandon && fs::exists(done.path, ec)) {
-    Written(done.sequence, done.mark);  // Killed after its rename: the file is complete.
+    // Killed after its rename: the file is complete.
+    Written(done.sequence, done.mark, std::move(done.durable));
   } else if (!reported && mode == ReapMode::kAbandon) {
     fs::remove(done.path + ".tmp", ec);
     core::Log("snapshot %s abandoned for the final one", done.path.c_str());
@@ -186,7 +189,7 @@ void Snapshotter::Reap(ReapMode mode) {
         "fork paused the shard %.2f ms",
         done.path.c_str(), static_cast<long long>(done.items), FileMegabytes(done.path),
         report.write_ms, done.fork_ms);
-    Written(done.sequence, done.mark);
+    Written(done.sequence, done.mark, std::move(done.durable));
   }
 }
 
@@ -212,11 +215,18 @@ void Snapshotter::Finish(const ShardView& view) {
   core::Log("final snapshot %s: %lld items, %.1f MB written in %.0f ms", path.c_str(),
             static_cast<long long>(view.table->size()), FileMegabytes(path),
             (core::NowSeconds() - start) * 1e3);
-  Written(sequence, mark);
+  Written(sequence, mark, view.dedup->Watermarks());
 }
 
-void Snapshotter::Written(uint64_t sequence, const Mark& mark) {
+uint64_t Snapshotter::DurableThrough(uint32_t actor, uint64_t epoch) const {
+  const auto it = durable_.find(actor);
+  if (it == durable_.end() || it->second.epoch != epoch) return 0;
+  return it->second.next_unseen;
+}
+
+void Snapshotter::Written(uint64_t sequence, const Mark& mark, Watermarks durable) {
   written_ = mark;
+  durable_ = std::move(durable);
   const uint64_t keep_from = std::exchange(last_valid_sequence_, sequence);
   if (keep_from == 0) return;
   Result<SnapshotListing> listing = ListSnapshots(dir_, shard_id_);

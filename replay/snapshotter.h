@@ -10,6 +10,11 @@
 // After each snapshot written, files older than the previous valid one are
 // deleted, so the newest two valid files stay.
 //
+// Durability: Start() captures the deduplicator's watermarks as of the fork;
+// once that snapshot's file is complete they become what DurableThrough()
+// answers, so acks tell writers which batches a restart would restore
+// (InsertAckMeta). After Restore() the restored state is durable.
+//
 // One thread, the shard's, calls every method; at most one child runs at a
 // time. The child reads memory and does file I/O only (no ZeroMQ, no lock but
 // malloc's, which glibc's fork() leaves usable). It ignores SIGINT and SIGTERM,
@@ -23,6 +28,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 
 #include "core/status.h"
@@ -54,6 +60,10 @@ class Snapshotter {
   // changed since the last snapshot written.
   void Finish(const ShardView& view);
 
+  bool enabled() const { return !dir_.empty(); }
+  // Every batch of (actor, epoch) numbered below this is in a complete snapshot file.
+  uint64_t DurableThrough(uint32_t actor, uint64_t epoch) const;
+
  private:
   // Monotonic totals: equal marks mean nothing in the shard changed.
   struct Mark {
@@ -62,12 +72,14 @@ class Snapshotter {
     ShardCounters counters;
     bool operator==(const Mark&) const = default;
   };
+  using Watermarks = std::map<uint32_t, Deduplicator::Watermark>;
   struct Child {
     pid_t pid = -1;
     int result_fd = -1;
     std::string path;
     uint64_t sequence = 0;
     Mark mark;
+    Watermarks durable;  // The deduplicator's as of the fork.
     int64_t items = 0;
     double fork_ms = 0;
   };
@@ -80,7 +92,7 @@ class Snapshotter {
   };
   void Reap(ReapMode mode);
   // Records a snapshot written and deletes what is older than the previous one.
-  void Written(uint64_t sequence, const Mark& mark);
+  void Written(uint64_t sequence, const Mark& mark, Watermarks durable);
 
   std::string dir_;
   uint32_t shard_id_;
@@ -89,6 +101,7 @@ class Snapshotter {
   uint64_t next_sequence_ = 1;
   uint64_t last_valid_sequence_ = 0;  // 0: none yet.
   Mark written_;                      // State in the last valid snapshot.
+  Watermarks durable_;                // Deduplicator watermarks in the last valid snapshot.
   double next_due_ = 0;
   Child child_;
 };

@@ -44,9 +44,11 @@ ReplayWriter::ReplayWriter(zmq::context_t& context, std::vector<std::string> end
       fingerprint_(schema_.Fingerprint()),
       options_(options) {
   for (const auto& endpoint : endpoints_) {
-    Shard shard{zmq::socket_t(context, zmq::socket_type::dealer), 0, {}};
+    Shard shard{zmq::socket_t(context, zmq::socket_type::dealer), 0, 0, {}, {}};
     shard.socket.set(zmq::sockopt::linger, 0);
     shard.socket.set(zmq::sockopt::maxmsgsize, int64_t{64} << 10);  // Acks are small.
+    shard.socket.set(zmq::sockopt::reconnect_ivl, kReconnectIntervalMs);
+    shard.socket.set(zmq::sockopt::reconnect_ivl_max, kReconnectIntervalMaxMs);
     core::SecureClientSocket(shard.socket);
     shard.socket.connect(endpoint);
     shards_.push_back(std::move(shard));
@@ -109,9 +111,11 @@ Status ReplayWriter::Write(int count, std::vector<std::vector<uint8_t>> columns,
   meta.count = static_cast<uint32_t>(count);
   Batch batch;
   batch.count = meta.count;
+  batch.order = next_order_++;
   batch.payload.push_back(core::EncodeMeta(meta));
   for (auto& column : columns) batch.payload.push_back(Adopt(std::move(column)));
   batch.payload.push_back(Adopt(std::move(priorities)));
+  for (const auto& frame : batch.payload) batch.bytes += static_cast<int64_t>(frame.size());
 
   Shard& shard = shards_[k];
   const uint64_t sequence = shard.next_sequence++;
@@ -143,10 +147,12 @@ void ReplayWriter::Poll(int timeout_ms) {
         continue;
       }
       if (m->header.type != MessageType::kInsertAck) continue;
-      auto it = shard.unacked.find(m->header.sequence);
-      if (it == shard.unacked.end()) continue;  // Ack of a re-send already acked.
-      acked_transitions_ += it->second.count;
-      shard.unacked.erase(it);
+      InsertAckMeta ack;
+      if (Status decoded = core::DecodeMeta(*m, &ack); !decoded.ok()) {
+        core::Log("malformed ack from %s: %s", endpoints_[k].c_str(), decoded.message().c_str());
+        continue;
+      }
+      Acked(k, m->header.sequence, ack);
     }
     const double now = core::NowSeconds();
     for (auto& [sequence, batch] : shard.unacked) {
@@ -156,6 +162,84 @@ void ReplayWriter::Poll(int timeout_ms) {
       ++resent_batches_;
     }
   }
+}
+
+void ReplayWriter::Acked(size_t k, uint64_t sequence, const InsertAckMeta& ack) {
+  Shard& shard = shards_[k];
+  // First what this incarnation holds durably, so a restarted shard is sent
+  // only what its snapshot lacks.
+  const uint64_t durable_through = ack.snapshots ? ack.durable_through : UINT64_MAX;
+  while (!shard.retained.empty() && shard.retained.begin()->first < durable_through) {
+    Release(shard, shard.retained.begin());
+  }
+  if (ack.incarnation != shard.incarnation) {
+    if (shard.incarnation != 0) ResendAfterRestart(k);
+    shard.incarnation = ack.incarnation;
+  }
+  auto it = shard.unacked.find(sequence);
+  if (it == shard.unacked.end()) return;  // Ack of a re-send already acked.
+  Batch batch = std::move(it->second);
+  shard.unacked.erase(it);
+  if (!batch.acked) acked_transitions_ += batch.count;
+  if (sequence < durable_through) return;
+  batch.acked = true;
+  retained_transitions_ += batch.count;
+  retained_bytes_ += batch.bytes;
+  shard.retained.emplace(sequence, std::move(batch));
+  EnforceRetainLimit();
+}
+
+void ReplayWriter::Release(Shard& shard, std::map<uint64_t, Batch>::iterator it) {
+  retained_transitions_ -= it->second.count;
+  retained_bytes_ -= it->second.bytes;
+  shard.retained.erase(it);
+}
+
+void ReplayWriter::ResendAfterRestart(size_t k) {
+  Shard& shard = shards_[k];
+  const size_t batches = shard.retained.size();
+  int64_t transitions = 0;
+  for (auto& [sequence, batch] : shard.retained) {
+    transitions += batch.count;
+    retained_bytes_ -= batch.bytes;
+    shard.unacked.emplace(sequence, std::move(batch));
+  }
+  shard.retained.clear();
+  retained_transitions_ -= transitions;
+  restart_resent_transitions_ += transitions;
+  for (auto& [sequence, batch] : shard.unacked) batch.sent_at = 0;  // Due at once.
+  core::Log(
+      "replay shard %s restarted: sending it again %lld acked transitions (%zu batches) not yet "
+      "in a snapshot, and %zu unacked batches in all",
+      endpoints_[k].c_str(), static_cast<long long>(transitions), batches, shard.unacked.size());
+}
+
+void ReplayWriter::EnforceRetainLimit() {
+  while (retained_bytes_ > options_.retain_bytes) {
+    Shard* oldest = nullptr;
+    for (Shard& s : shards_) {
+      if (s.retained.empty()) continue;
+      if (oldest == nullptr ||
+          s.retained.begin()->second.order < oldest->retained.begin()->second.order) {
+        oldest = &s;
+      }
+    }
+    FERRY_CHECK(oldest != nullptr);  // retained_bytes_ > 0 means something is retained.
+    const int64_t count = oldest->retained.begin()->second.count;
+    Release(*oldest, oldest->retained.begin());
+    unprotected_transitions_ += count;
+    unprotected_unlogged_ += count;
+  }
+  const double now = core::NowSeconds();
+  if (unprotected_unlogged_ == 0 || now - unprotected_logged_at_ < 10) return;
+  core::Log(
+      "actors.retain_bytes (%lld bytes) reached: %lld more acked transitions let go before a "
+      "shard snapshot held them (%lld in all); a shard killed now loses them. Raise "
+      "actors.retain_bytes or lower replay.snapshot_period_seconds",
+      static_cast<long long>(options_.retain_bytes), static_cast<long long>(unprotected_unlogged_),
+      static_cast<long long>(unprotected_transitions_));
+  unprotected_unlogged_ = 0;
+  unprotected_logged_at_ = now;
 }
 
 Status ReplayWriter::Flush(double timeout_seconds) {

@@ -176,7 +176,9 @@ TEST_CASE("Decode rejects malformed messages") {
   SUBCASE("wrong protocol version") {
     Header h = valid;
     h.version = kProtocolVersion + 1;
-    CheckRejected(Decode(Frames(h, SamplePayload())), "protocol version 2, expected 1");
+    CheckRejected(Decode(Frames(h, SamplePayload())),
+                  "protocol version " + std::to_string(kProtocolVersion + 1) + ", expected " +
+                      std::to_string(kProtocolVersion));
   }
   SUBCASE("unknown type below the range") {
     Header h = valid;

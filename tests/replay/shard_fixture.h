@@ -1,8 +1,9 @@
 // Test helpers for replay shards on loopback TCP:
 //
 //   FreePort()    -> a port nothing listens on (the kernel's pick for port 0)
-//   ShardThread   -> a ShardServer bound and serving on its own thread,
-//                    stopped and joined in the destructor
+//   ShardThread   -> a ShardServer bound, restored from its snapshot_dir (if
+//                    set) and serving on its own thread, stopped (writing a
+//                    final snapshot) and joined in the destructor
 //   RawClient     -> a DEALER that speaks the wire protocol by hand, for
 //                    well-formed and deliberately broken messages
 //   MakeColumns / InsertPayload -> rows whose every column holds the row id
@@ -84,6 +85,8 @@ class ShardThread {
       : endpoint_(options.endpoint), server_(context, std::move(options)) {
     const Status bound = server_.Bind();
     REQUIRE_MESSAGE(bound.ok(), bound.message());
+    const Status restored = server_.Restore();
+    REQUIRE_MESSAGE(restored.ok(), restored.message());
     thread_ = std::thread([this] { server_.Serve(stop_); });
   }
   ~ShardThread() {
