@@ -17,7 +17,8 @@
 //   broadcast  a weight blob of 100 KB, 10 MB, 100 MB from the learner's
 //              WeightsPublisher::Publish through a ParamServer until 1, 16, 64
 //              WeightsSubscriber threads (each its own sockets, loopback TCP)
-//              hold the new version
+//              hold the new version; and 10 MB to 64 subscribers spread over 4
+//              relay ParamServers (one more hop)
 //                vs raw ZeroMQ PUB -> SUB of the same bytes, reps alternated
 //   step_gap   the longest pause between an actor's steps (a 10 MB model,
 //              versions received on its WeightsFollower thread and loaded
@@ -46,6 +47,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 #include <zmq.hpp>
@@ -387,7 +389,9 @@ int64_t Join(const Route& route, int64_t version, double deadline_s) {
   Die("receivers did not connect within the deadline");
 }
 
-void BroadcastBench(const Settings& s, size_t bytes, int subscribers) {
+// With `relays` > 0 the subscribers are spread over that many relay paramservers
+// (`ferry paramserver --upstream`) that follow the root one: one more hop each.
+void BroadcastBench(const Settings& s, size_t bytes, int subscribers, int relays = 0) {
   const double available =
       static_cast<double>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
   // Each ferry subscriber briefly holds about three copies (socket, unpacked, blob).
@@ -413,10 +417,27 @@ void BroadcastBench(const Settings& s, size_t bytes, int subscribers) {
   if (const Status bound = server.Bind(); !bound.ok()) Die(bound.ToString());
   std::atomic<bool> stop_server{false};
   std::jthread serving([&] { server.Serve(stop_server); });
+  std::vector<std::unique_ptr<paramserver::ParamServer>> relay_servers;
+  std::vector<std::pair<std::string, std::string>> serving_endpoints = {
+      {endpoint, broadcast_endpoint}};
+  if (relays > 0) serving_endpoints.clear();
+  for (int r = 0; r < relays; ++r) {
+    paramserver::ServerOptions relay_options;
+    std::tie(relay_options.endpoint, relay_options.broadcast_endpoint) = FreeTcpEndpoints();
+    relay_options.upstream_endpoint = endpoint;
+    relay_options.upstream_broadcast_endpoint = broadcast_endpoint;
+    relay_servers.push_back(std::make_unique<paramserver::ParamServer>(context, relay_options));
+    if (const Status bound = relay_servers.back()->Bind(); !bound.ok()) Die(bound.ToString());
+    serving_endpoints.emplace_back(relay_options.endpoint, relay_options.broadcast_endpoint);
+  }
+  std::vector<std::jthread> relaying;
+  for (auto& relay : relay_servers) {
+    relaying.emplace_back([&stop_server, server = relay.get()] { server->Serve(stop_server); });
+  }
   paramserver::WeightsPublisher publisher(context, endpoint);
-  Receivers ferry_receivers(subscribers, [&, endpoint, broadcast_endpoint](int) {
-    auto subscriber =
-        std::make_shared<paramserver::WeightsSubscriber>(context, endpoint, broadcast_endpoint);
+  Receivers ferry_receivers(subscribers, [&](int i) {
+    const auto& [fetch, broadcast] = serving_endpoints[i % serving_endpoints.size()];
+    auto subscriber = std::make_shared<paramserver::WeightsSubscriber>(context, fetch, broadcast);
     return [subscriber] {
       const auto blob = subscriber->Poll();
       if (blob) KeepAlive(blob->bytes.data());
@@ -481,6 +502,7 @@ void BroadcastBench(const Settings& s, size_t bytes, int subscribers) {
   JsonLine("broadcast")
       .Add("blob_bytes", static_cast<int64_t>(bytes))
       .Add("subscribers", subscribers)
+      .Add("relays", relays)
       .Add("value", Summarize(all[0]).median * 1e3)
       .Add("unit", "ms from Publish until every subscriber holds the version (median of reps)")
       .Add("median_subscriber_ms", Summarize(median[0]).median * 1e3)
@@ -627,6 +649,7 @@ int Main(int argc, char** argv) {
     for (size_t bytes : {size_t{100} << 10, size_t{10} << 20, size_t{100} << 20}) {
       for (int subscribers : {1, 16, 64}) BroadcastBench(s, bytes, subscribers);
     }
+    BroadcastBench(s, size_t{10} << 20, 64, /*relays=*/4);
     StepGapBench(s);
   }
   JsonLine("done").Add("seconds", core::NowSeconds() - start).Add("load1", Load1()).Print();
