@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -33,8 +34,10 @@ std::string ReadFile(const fs::path& path) {
 // Runs ferry with `args`; sends SIGINT after `interrupt_after` seconds (if > 0)
 // and SIGKILL after `timeout` seconds.
 Outcome RunFerry(const std::vector<std::string>& args, double timeout, double interrupt_after = 0) {
-  const fs::path log = fs::temp_directory_path() / ("ferry-it-" + std::to_string(getpid()) + ".out");
+  const fs::path log =
+      fs::temp_directory_path() / ("ferry-it-" + std::to_string(getpid()) + ".out");
   const auto start = std::chrono::steady_clock::now();
+  std::fflush(nullptr);  // Or the child flushes our buffered output a second time.
   const pid_t pid = fork();
   if (pid == 0) {
     FILE* out = std::freopen(log.c_str(), "w", stdout);
@@ -87,8 +90,8 @@ int ProcessesMentioning(const std::string& needle) {
 }
 
 fs::path FreshRunDir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("ferry-it-" + name + "-" +
-                                                    std::to_string(getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("ferry-it-" + name + "-" + std::to_string(getpid()));
   fs::remove_all(dir);
   return dir;
 }
@@ -112,7 +115,7 @@ std::vector<std::string> Ports(int base) {
 
 std::vector<std::string> ShortRun(const fs::path& dir, int port_base, double seconds) {
   std::vector<std::string> args = {
-      "run", std::string(FERRY_SOURCE_DIR) + "/configs/cartpole.yaml",
+      "run",   std::string(FERRY_SOURCE_DIR) + "/configs/cartpole.yaml",
       "--set", "run.dir=" + dir.string(),
       "--set", "stop.max_seconds=" + std::to_string(seconds),
       "--set", "learner.eval_period=100",
@@ -130,8 +133,8 @@ TEST_CASE("a short CartPole run starts every role, records metrics and leaves no
   CHECK((run.exit_code == 0 || run.exit_code == 2));
   CHECK(run.output.find("env steps in") != std::string::npos);  // The summary line.
   CHECK(fs::exists(dir / "config.yaml"));
-  for (const char* role : {"replay-0", "replay-1", "paramserver", "learner", "actor-0",
-                           "actor-1"}) {
+  for (const char* role :
+       {"replay-0", "replay-1", "paramserver", "learner", "actor-0", "actor-1"}) {
     CAPTURE(role);
     CHECK(fs::file_size(dir / "logs" / (std::string(role) + ".log")) > 0);
   }
@@ -176,8 +179,7 @@ TEST_CASE("a stopped run resumes from its learner checkpoint") {
   }
   REQUIRE(have_checkpoint);
 
-  std::vector<std::string> args = {"run", "--resume", dir.string(), "--set",
-                                   "stop.max_seconds=22"};
+  std::vector<std::string> args = {"run", "--resume", dir.string(), "--set", "stop.max_seconds=22"};
   for (const auto& a : Ports(port_base)) args.push_back(a);
   const Outcome resumed = RunFerry(args, /*timeout=*/90);
   INFO(resumed.output);
@@ -194,9 +196,13 @@ TEST_CASE("a stopped run resumes from its learner checkpoint") {
 
 TEST_CASE("--dry-run prints every process, where it listens and its command, and starts none") {
   const fs::path dir = FreshRunDir("dryrun");
-  std::vector<std::string> args = {"run", std::string(FERRY_SOURCE_DIR) + "/configs/cartpole.yaml",
-                                   "--dry-run", "--set", "run.dir=" + dir.string(),
-                                   "--set", "network.replay_hosts=hostA,hostB"};
+  std::vector<std::string> args = {"run",
+                                   std::string(FERRY_SOURCE_DIR) + "/configs/cartpole.yaml",
+                                   "--dry-run",
+                                   "--set",
+                                   "run.dir=" + dir.string(),
+                                   "--set",
+                                   "network.replay_hosts=hostA,hostB"};
   for (const auto& a : Ports(31000)) args.push_back(a);
   const Outcome run = RunFerry(args, /*timeout=*/20);
   INFO(run.output);
@@ -242,8 +248,9 @@ TEST_CASE("security.curve: a run trains over CurveZMQ, and a client with another
   CHECK(UpdatesAtEnd(ReadFile(dir / "metrics.jsonl")) > 0);
 
   // The shards' last snapshots are served again by one shard, which a stranger cannot query.
-  std::vector<std::string> shard = {"replay", "--config", (dir / "config.yaml").string(),
-                                    "--shard", "0"};
+  std::vector<std::string> shard = {"replay", "--config", (dir / "config.yaml").string(), "--shard",
+                                    "0"};
+  std::fflush(nullptr);  // Or the child flushes our buffered output a second time.
   const pid_t server = fork();
   if (server == 0) {
     std::vector<char*> argv = {const_cast<char*>(FERRY_BINARY)};
