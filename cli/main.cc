@@ -7,6 +7,7 @@
 //   ferry run --resume RUN_DIR                           continue a stopped run
 //   ferry learner --config CONFIG [--resume]             one rank (under mpirun)
 //   ferry envs [--json]                                  registered environments
+//   ferry eval RUN_DIR [--episodes N] [--seed S] [--json]  a run's newest checkpoint, greedy
 //   ferry inspect TARGET [--json] [--watch [S]] ...      a replay shard or snapshot file
 #include <mpi.h>
 #include <signal.h>
@@ -32,6 +33,7 @@
 #include "launch/plot.h"
 #include "launch/supervisor.h"
 #include "learner/apex_dqn.h"
+#include "learner/evaluation.h"
 #include "paramserver/server.h"
 #include "replay/inspect.h"
 #include "replay/shard.h"
@@ -63,6 +65,10 @@ constexpr const char* kUsage =
     "                      decodes N stored items, --timeout waits S for a shard (default 3)\n"
     "  keygen PREFIX                         CurveZMQ key pair: PREFIX.key (secret) and\n"
     "                                        PREFIX.pub (security.* keys in the config)\n"
+    "  eval RUN_DIR [--episodes N] [--seed S] [--json]\n"
+    "                      evaluate the greedy policy of the run's newest checkpoint on N\n"
+    "                      episodes (default 100) from env seed S (default: the seeds of the\n"
+    "                      run's final evaluation, which this then repeats)\n"
     "  plot RUN_DIR... [--out DIR]           PNG curves (return vs env steps and vs time,\n"
     "                                        throughput) of one or more runs, by gnuplot;\n"
     "                                        DIR defaults to the first RUN_DIR/plots\n"
@@ -365,6 +371,73 @@ int KeyGen(int argc, char** argv) {
 }
 
 // ferry plot RUN_DIR... [--out DIR]
+int EvalRun(int argc, char** argv) {
+  std::string run_dir;
+  int episodes = 100;
+  long long seed = -1;
+  bool json = false;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (a == "--json") {
+      json = true;
+    } else if (a == "--episodes" && has_value && ParseInt(argv[i + 1], &episodes) && episodes > 0) {
+      ++i;
+    } else if (a == "--seed" && has_value) {
+      char* end = nullptr;
+      seed = std::strtoll(argv[++i], &end, 10);
+      if (*argv[i] == '\0' || *end != '\0' || seed < 0) {
+        std::fprintf(stderr, "ferry eval: --seed must be a non-negative integer, got '%s'\n",
+                     argv[i]);
+        return 1;
+      }
+    } else if (a.rfind("--", 0) != 0 && run_dir.empty()) {
+      run_dir = a;
+    } else {
+      std::fprintf(stderr,
+                   "ferry eval: bad argument '%s' (--episodes takes a positive integer)\n%s",
+                   a.c_str(), kUsage);
+      return 1;
+    }
+  }
+  if (run_dir.empty()) {
+    std::fprintf(stderr, "ferry eval: which run? e.g. ferry eval runs/cartpole-20261129-101500\n");
+    return 1;
+  }
+  auto config = ferry::core::LoadConfig(run_dir + "/config.yaml", {"run.dir=" + run_dir});
+  if (!config.ok()) {
+    std::fprintf(stderr, "ferry eval: %s\n", config.status().message().c_str());
+    return 1;
+  }
+  torch::set_num_threads(1);
+  const uint64_t first_seed =
+      seed >= 0 ? static_cast<uint64_t>(seed) : ferry::learner::FinalEvalSeed(*config);
+  std::string checkpoint;
+  int64_t updates = 0;
+  auto eval =
+      ferry::learner::EvaluateCheckpoint(*config, episodes, first_seed, &checkpoint, &updates);
+  if (!eval.ok()) {
+    std::fprintf(stderr, "ferry eval: %s\n", eval.status().message().c_str());
+    return 1;
+  }
+  if (json) {
+    std::printf(
+        "{\"run_dir\": \"%s\", \"checkpoint\": \"%s\", \"updates\": %lld, \"env\": \"%s\", "
+        "\"episodes\": %d, \"first_seed\": %llu, \"mean_return\": %.6g, \"std_return\": %.6g}\n",
+        run_dir.c_str(), checkpoint.c_str(), static_cast<long long>(updates),
+        config->env.id.c_str(), eval->episodes, static_cast<unsigned long long>(first_seed),
+        eval->mean_return, eval->std_return);
+  } else {
+    std::printf(
+        "%s after %lld updates, %s: mean return %.2f +- %.2f over %d greedy episodes "
+        "(env seeds from %llu)\n",
+        checkpoint.c_str(), static_cast<long long>(updates), config->env.id.c_str(),
+        eval->mean_return, eval->std_return, eval->episodes,
+        static_cast<unsigned long long>(first_seed));
+  }
+  return 0;
+}
+
 int PlotRuns(int argc, char** argv) {
   ferry::launch::PlotRequest request;
   for (int i = 2; i < argc; ++i) {
@@ -396,6 +469,7 @@ int main(int argc, char** argv) {
   }
   if (std::strcmp(argv[1], "envs") == 0) return ListEnvs(argc, argv);
   if (std::strcmp(argv[1], "plot") == 0) return PlotRuns(argc, argv);
+  if (std::strcmp(argv[1], "eval") == 0) return EvalRun(argc, argv);
   if (std::strcmp(argv[1], "keygen") == 0) return KeyGen(argc, argv);
   if (std::strcmp(argv[1], "inspect") == 0) {
     ferry::replay::InspectOptions options;

@@ -11,7 +11,6 @@
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/topology.h"
-#include "envs/env.h"
 #include "learner/dqn_updater.h"
 #include "learner/evaluation.h"
 #include "learner/gradient_reducer.h"
@@ -25,8 +24,7 @@ namespace {
 // Control slots in the fused gradient buffer (GradientReducer::control).
 enum Control : int { kEndCode = 0, kSignalled, kMissingData, kLossSum, kNumControl };
 
-torch::Tensor Column(const std::vector<uint8_t>& bytes, int rows, int per_row,
-                     torch::Dtype dtype) {
+torch::Tensor Column(const std::vector<uint8_t>& bytes, int rows, int per_row, torch::Dtype dtype) {
   std::vector<int64_t> shape = {rows};
   if (per_row > 1) shape.push_back(per_row);
   return torch::from_blob(const_cast<uint8_t*>(bytes.data()), shape, dtype).clone();
@@ -52,8 +50,7 @@ DqnBatch ToTensors(const replay::SampledBatch& s, int obs_dim, const torch::Devi
 class LagStats {
  public:
   void Add(const replay::SampledBatch& s, int64_t updates) {
-    const auto* versions =
-        reinterpret_cast<const int64_t*>(s.columns[core::kPolicyVersion].data());
+    const auto* versions = reinterpret_cast<const int64_t*>(s.columns[core::kPolicyVersion].data());
     for (int i = 0; i < s.count; ++i) {
       if (versions[i] < 0) continue;  // Inserted without a policy (random warm-up).
       const double lag = static_cast<double>(updates - versions[i]);
@@ -68,7 +65,8 @@ class LagStats {
   // The q-quantile (0..1) of the interval's lags; NaN when there were none.
   double Quantile(double q) {
     if (kept_.empty()) return NAN;
-    const auto at = kept_.begin() + static_cast<ptrdiff_t>(q * static_cast<double>(kept_.size() - 1));
+    const auto at =
+        kept_.begin() + static_cast<ptrdiff_t>(q * static_cast<double>(kept_.size() - 1));
     std::nth_element(kept_.begin(), at, kept_.end());
     return *at;
   }
@@ -126,30 +124,18 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
                            " is smaller than the number of ranks " + std::to_string(ranks));
   }
   if (config.learner.device == "cuda" && !torch::cuda::is_available()) {
-    return InvalidArgument("learner.device is cuda but LibTorch sees no CUDA device "
-                           "(build against a CUDA LibTorch with -DTorch_DIR=...)");
+    return InvalidArgument(
+        "learner.device is cuda but LibTorch sees no CUDA device "
+        "(build against a CUDA LibTorch with -DTorch_DIR=...)");
   }
   const torch::Device device = PickDevice(config.learner.device);
 
-  auto probe = envs::MakeEnv(config.env.id, config.seed);
-  if (!probe.ok()) return probe.status();
-  if ((*probe)->action_space().kind != envs::Space::Kind::kDiscrete) {
-    return InvalidArgument("env.id: " + config.env.id + " has continuous actions; DQN needs a "
-                           "discrete env");
-  }
-  UpdaterOptions options;
-  options.obs_dim = (*probe)->observation_space().flat_size();
-  options.num_actions = (*probe)->action_space().n;
-  options.hidden = config.model.hidden;
-  options.learning_rate = config.learner.learning_rate;
-  options.huber_delta = config.learner.huber_delta;
-  options.max_grad_norm = config.learner.max_grad_norm;
-  options.target_update_period = config.learner.target_update_period;
-  options.double_dqn = config.learner.double_dqn;
-  const int obs_dim = options.obs_dim;
+  const auto options = UpdaterOptionsFor(config);
+  if (!options.ok()) return options.status();
+  const int obs_dim = options->obs_dim;
 
   torch::manual_seed(config.seed);
-  DqnUpdater updater(options, device);
+  DqnUpdater updater(*options, device);
   const std::string run_dir = config.run.dir.empty() ? "." : config.run.dir;
   const std::string checkpoint_dir = run_dir + "/checkpoints";
   RunCounters counters;
@@ -172,8 +158,8 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
   if (rank == 0) {
     std::error_code ec;
     std::filesystem::create_directories(checkpoint_dir, ec);
-    publisher = std::make_unique<paramserver::WeightsPublisher>(
-        context, core::ParamServerEndpoint(config));
+    publisher =
+        std::make_unique<paramserver::WeightsPublisher>(context, core::ParamServerEndpoint(config));
     const auto blob = models::ToBlob(*updater.online());
     publisher->Publish(updater.updates(), blob.data(), blob.size());
     FERRY_RETURN_IF_ERROR(metrics.Open(run_dir));
@@ -331,9 +317,10 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
                         .Add("eval_return", eval->mean_return)
                         .Add("eval_return_std", eval->std_return)
                         .Add("eval_episodes", eval->episodes));
-      core::Log("eval after %lld updates, %lld env steps: mean return %.1f +- %.1f over %d episodes",
-                static_cast<long long>(updates), static_cast<long long>(counters.env_steps),
-                eval->mean_return, eval->std_return, eval->episodes);
+      core::Log(
+          "eval after %lld updates, %lld env steps: mean return %.1f +- %.1f over %d episodes",
+          static_cast<long long>(updates), static_cast<long long>(counters.env_steps),
+          eval->mean_return, eval->std_return, eval->episodes);
     }
     if (now - last_checkpoint >= config.learner.checkpoint_period_seconds) {
       checkpoint("periodic");
@@ -381,8 +368,7 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
       // The policy the run ends with, on episodes no periodic evaluation has seen: the best
       // periodic figure is a maximum over many evaluations of the same episodes, so it flatters.
       auto final_eval = EvaluateGreedy(updater.online(), config.env.id,
-                                       config.learner.final_eval_episodes,
-                                       config.seed * 1000003ull + 7777777ull);
+                                       config.learner.final_eval_episodes, FinalEvalSeed(config));
       if (!final_eval.ok()) return final_eval.status();
       record.Add("final_eval_return", final_eval->mean_return)
           .Add("final_eval_std", final_eval->std_return)

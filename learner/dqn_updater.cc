@@ -10,8 +10,29 @@
 #include <filesystem>
 
 #include "core/log.h"
+#include "envs/env.h"
 
 namespace ferry::learner {
+
+Result<UpdaterOptions> UpdaterOptionsFor(const core::Config& config) {
+  auto probe = envs::MakeEnv(config.env.id, config.seed);
+  if (!probe.ok()) return probe.status();
+  if ((*probe)->action_space().kind != envs::Space::Kind::kDiscrete) {
+    return InvalidArgument("env.id: " + config.env.id +
+                           " has continuous actions; DQN needs a "
+                           "discrete env");
+  }
+  UpdaterOptions options;
+  options.obs_dim = (*probe)->observation_space().flat_size();
+  options.num_actions = (*probe)->action_space().n;
+  options.hidden = config.model.hidden;
+  options.learning_rate = config.learner.learning_rate;
+  options.huber_delta = config.learner.huber_delta;
+  options.max_grad_norm = config.learner.max_grad_norm;
+  options.target_update_period = config.learner.target_update_period;
+  options.double_dqn = config.learner.double_dqn;
+  return options;
+}
 namespace {
 
 namespace fs = std::filesystem;
@@ -34,12 +55,13 @@ std::vector<fs::path> CheckpointFiles(const std::string& dir) {
     long long updates = 0;
     char tail[8] = {0};
     if (std::sscanf(name.c_str(), "learner-%lld.%3s", &updates, tail) == 2 &&
-        std::string(tail) == "pt" && name.size() == std::string("learner-.pt").size() +
-                                                       std::to_string(updates).size()) {
+        std::string(tail) == "pt" &&
+        name.size() == std::string("learner-.pt").size() + std::to_string(updates).size()) {
       found.emplace_back(updates, entry.path());
     }
   }
-  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::sort(found.begin(), found.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
   std::vector<fs::path> files;
   for (auto& f : found) files.push_back(std::move(f.second));
   return files;
@@ -142,8 +164,8 @@ Status DqnUpdater::LoadCheckpoint(const std::string& path, RunCounters* counters
     at::Generator generator = at::detail::getDefaultCPUGenerator();
     generator.set_state(rng);
   } catch (const c10::Error& e) {
-    return DataLoss("checkpoint " + path + " is unreadable or from another model: " +
-                    e.what_without_backtrace());
+    return DataLoss("checkpoint " + path +
+                    " is unreadable or from another model: " + e.what_without_backtrace());
   }
   online_->to(device_);
   target_->to(device_);

@@ -11,12 +11,13 @@
 #ifndef FERRY_LEARNER_DQN_UPDATER_H_
 #define FERRY_LEARNER_DQN_UPDATER_H_
 
+#include <torch/torch.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include <torch/torch.h>
-
+#include "core/config.h"
 #include "core/status.h"
 #include "learner/dqn_loss.h"
 #include "models/q_network.h"
@@ -33,6 +34,10 @@ struct UpdaterOptions {
   int target_update_period = 500;
   bool double_dqn = true;
 };
+
+// The options of `config`'s learner: network shape from its env (which must have discrete
+// actions) and model, the rest from learner.*.
+Result<UpdaterOptions> UpdaterOptionsFor(const core::Config& config);
 
 // Run counters kept beside the parameters in a checkpoint.
 struct RunCounters {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "envs/env.h"
+#include "learner/dqn_updater.h"
 
 namespace ferry::learner {
 
@@ -37,8 +38,9 @@ Result<EvalResult> EvaluateGreedy(models::QNetwork& net, const std::string& env_
       std::copy_n(&obs[static_cast<size_t>(active[j]) * obs_dim], obs_dim, &batch[j * obs_dim]);
     }
     const torch::Tensor greedy =
-        net->forward(torch::from_blob(batch.data(), {n, obs_dim}).to(device)).argmax(1).to(
-            torch::kCPU);
+        net->forward(torch::from_blob(batch.data(), {n, obs_dim}).to(device))
+            .argmax(1)
+            .to(torch::kCPU);
     const int64_t* a = greedy.data_ptr<int64_t>();
     std::vector<int> still_active;
     for (int j = 0; j < n; ++j) {
@@ -58,6 +60,22 @@ Result<EvalResult> EvaluateGreedy(models::QNetwork& net, const std::string& env_
   for (double r : returns) sq += (r - result.mean_return) * (r - result.mean_return);
   result.std_return = std::sqrt(sq / episodes);
   return result;
+}
+
+uint64_t FinalEvalSeed(const core::Config& config) { return config.seed * 1000003ull + 7777777ull; }
+
+Result<EvalResult> EvaluateCheckpoint(const core::Config& config, int episodes, uint64_t seed,
+                                      std::string* checkpoint, int64_t* updates) {
+  const auto options = UpdaterOptionsFor(config);
+  if (!options.ok()) return options.status();
+  DqnUpdater updater(*options, torch::Device(torch::kCPU));
+  RunCounters counters;
+  const std::string run_dir = config.run.dir.empty() ? "." : config.run.dir;
+  auto loaded = LoadNewestCheckpoint(run_dir + "/checkpoints", &updater, &counters);
+  if (!loaded.ok()) return loaded.status();
+  *checkpoint = *loaded;
+  *updates = updater.updates();
+  return EvaluateGreedy(updater.online(), config.env.id, episodes, seed);
 }
 
 }  // namespace ferry::learner

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/config.h"
 #include "core/status.h"
 #include "models/q_network.h"
 
@@ -20,6 +21,15 @@ struct EvalResult {
 
 Result<EvalResult> EvaluateGreedy(models::QNetwork& net, const std::string& env_id, int episodes,
                                   uint64_t seed);
+
+// The first env seed of a run's final evaluation: episodes no periodic evaluation plays.
+uint64_t FinalEvalSeed(const core::Config& config);
+
+// `ferry eval`: the greedy policy of the newest loadable checkpoint in
+// <config.run.dir>/checkpoints, evaluated as EvaluateGreedy does; `checkpoint`
+// gets the file's path and `updates` its update count.
+Result<EvalResult> EvaluateCheckpoint(const core::Config& config, int episodes, uint64_t seed,
+                                      std::string* checkpoint, int64_t* updates);
 
 }  // namespace ferry::learner
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "learner/dqn_updater.h"
+#include "learner/evaluation.h"
 
 namespace ferry::learner {
 namespace {
@@ -58,8 +59,8 @@ bool SameParameters(models::QNetwork& a, models::QNetwork& b) {
 }
 
 fs::path TempDir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("ferry-ckpt-" + name + "-" +
-                                                    std::to_string(getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("ferry-ckpt-" + name + "-" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -153,6 +154,39 @@ TEST_CASE("a checkpoint of another architecture or an empty directory is refused
   const Status loaded = none.LoadCheckpoint(path, &counters);
   CHECK(loaded.code() == StatusCode::kDataLoss);
   CHECK(loaded.message().find(path) != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("ferry eval's EvaluateCheckpoint plays the newest checkpoint's greedy policy") {
+  const fs::path dir = TempDir("eval");
+  core::Config config;
+  config.env.id = "CartPole-v1";
+  config.model.hidden = {16, 16};
+  config.run.dir = dir.string();
+  std::string checkpoint;
+  int64_t updates = -1;
+  // Nothing to evaluate yet: a clear error, not a random policy's return.
+  CHECK_FALSE(EvaluateCheckpoint(config, 3, 7, &checkpoint, &updates).ok());
+
+  auto options = UpdaterOptionsFor(config);
+  REQUIRE(options.ok());
+  DqnUpdater older(*options, torch::kCPU), newer(*options, torch::kCPU);
+  Train(newer, Batches(5), 0, 5);  // Same shapes as CartPole: 4 observations, 2 actions.
+  fs::create_directories(dir / "checkpoints");
+  REQUIRE(older.SaveCheckpoint(CheckpointPath((dir / "checkpoints").string(), 0), {}).ok());
+  REQUIRE(newer.SaveCheckpoint(CheckpointPath((dir / "checkpoints").string(), 5), {}).ok());
+
+  auto evaluated = EvaluateCheckpoint(config, 3, 7, &checkpoint, &updates);
+  REQUIRE_MESSAGE(evaluated.ok(), evaluated.status().message());
+  CHECK(updates == 5);
+  CHECK(checkpoint.find("learner-") != std::string::npos);
+  auto direct = EvaluateGreedy(newer.online(), "CartPole-v1", 3, 7);
+  REQUIRE(direct.ok());
+  CHECK(evaluated->mean_return == direct->mean_return);
+  CHECK(evaluated->episodes == 3);
+
+  config.env.id = "Pendulum-v1";  // Continuous actions: no DQN head to load.
+  CHECK_FALSE(EvaluateCheckpoint(config, 3, 7, &checkpoint, &updates).ok());
   fs::remove_all(dir);
 }
 
