@@ -1,0 +1,314 @@
+#!/usr/bin/env bash
+# Learning results beside RL Baselines3 Zoo's DQN table, and how ferry scales.
+#
+#   table     each tuned config (configs/<env>.yaml) for every seed at the Zoo's env-step
+#             budget; the run's final policy is evaluated greedily on 100 fresh episodes
+#   baseline  per env and seed, the config as it is ("paired") and then as one actor with
+#             one env, one shard and one learner rank: the single-process DQN that ferry's
+#             wall-clock time is compared with, back to back so both see the same machine
+#   scaling   time until the periodic greedy evaluation reaches the env's threshold, with
+#             1, 2, 4, 8 actors (one learner rank) and with 2 learner ranks (2 actors)
+#   report    docs/RESULTS.md, docs/results/*.jsonl and PNG curves (ferry plot, gnuplot)
+#
+#   usage: bench/learning.sh [BUILD_DIR]          (default: build)
+# Environment: SEEDS="0 1 2 3 4"  ENVS="cartpole acrobot mountaincar lunarlander"
+#   BASELINE_SEEDS (default: SEEDS)  SCALING_ENVS="cartpole lunarlander"  ACTORS="1 2 4 8"
+#   SCALING_SEEDS="0"  PARTS="table baseline scaling report"  RUNS=/tmp/ferry-learning
+# Each part appends to docs/results/runs.jsonl, one JSON object per run; `report` reads it,
+# so parts can run in separate sessions. Delete that file to start afresh.
+set -euo pipefail
+build=${1:-build}
+seeds=${SEEDS:-0 1 2 3 4}
+envs=${ENVS:-cartpole acrobot mountaincar lunarlander}
+baseline_seeds=${BASELINE_SEEDS:-$seeds}
+scaling_envs=${SCALING_ENVS:-cartpole lunarlander}
+actor_counts=${ACTORS:-1 2 4 8}
+scaling_seeds=${SCALING_SEEDS:-0}
+parts=${PARTS:-table baseline scaling report}
+runs=${RUNS:-/tmp/ferry-learning}
+results=docs/results
+# The source every run of this invocation was built from ("-dirty": with uncommitted changes).
+commit=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!docs' || echo -dirty)
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+mkdir -p "$runs" "$results"
+
+# The published reference: RL Baselines3 Zoo, DQN, benchmark.md (mean return, env steps),
+# and the return at which the scaling runs stop (CartPole: its "solved" 475; LunarLander: 150,
+# near the Zoo's figure, since its "solved" 200 takes several times the budget here).
+declare -A env_id=([cartpole]=CartPole-v1 [acrobot]=Acrobot-v1 [mountaincar]=MountainCar-v0
+                   [lunarlander]=LunarLander-v2)
+declare -A reference=([cartpole]=500.0 [acrobot]=-76.6 [mountaincar]=-100.8 [lunarlander]=154.4)
+declare -A budget=([cartpole]=50000 [acrobot]=100000 [mountaincar]=120000 [lunarlander]=100000)
+declare -A threshold=([cartpole]=475 [acrobot]=-100 [mountaincar]=-110 [lunarlander]=150)
+
+# A config value, e.g. yaml_value configs/acrobot.yaml capacity.
+yaml_value() { sed -nE "s/^ +$2: *([^ #]+).*/\1/p" "$1" | head -n1; }
+
+# Appends every second the CPU seconds of each process of the run in $1 to $2
+# ("pid seconds command..."); a process's last line is its total, roles exit at different times.
+watch_cpu() {
+  while sleep 1; do
+    ps -eo pid=,times=,args= | awk -v run="$1/config.yaml" 'index($0, run) && $3 != "awk"' >>"$2"
+  done
+}
+
+# run KIND ENV SEED NAME [--set k=v ...]: one run, appended to runs.jsonl.
+run() {
+  local kind=$1 env=$2 seed=$3 name=$4
+  shift 4
+  local dir="$runs/$name" cpu="$runs/$name.cpu"
+  rm -rf "$dir" "$cpu"
+  echo "learning.sh: $kind $env seed $seed ($name)" >&2
+  watch_cpu "$dir" "$cpu" &
+  local watcher=$!
+  local start end code
+  start=$(date +%s.%N)
+  set +e
+  "$build/ferry" run "configs/$env.yaml" --set seed="$seed" --set run.dir="$dir" \
+    --set stop.max_seconds=3600 "$@" >"$runs/$name.log" 2>&1
+  code=$?
+  set -e
+  end=$(date +%s.%N)
+  kill "$watcher" 2>/dev/null || true
+  wait "$watcher" 2>/dev/null || true
+  local last
+  last=$(grep '"end"' "$dir/metrics.jsonl" | tail -n1)
+  [[ -n "$last" ]] || { echo "learning.sh: $name wrote no end record; see $runs/$name.log" >&2; return 1; }
+  field() { sed -nE "s/.*\"$1\": (\"[^\"]*\"|[^,}]*).*/\1/p" <<<"$last"; }
+  local final final_std
+  final=$(field final_eval_return)
+  final_std=$(field final_eval_std)
+  # CPU seconds per role, from the last sample before the run ended.
+  local cpu_roles
+  cpu_roles=$(awk '$3 == "mpirun" { next }
+      { role = "other" }
+      / learner / { role = "learner" } / actor / { role = "actors" }
+      /ferry-replay|ferry replay/ { role = "replay" } / paramserver / { role = "paramserver" }
+      { total[$1] = $2; role_of[$1] = role }
+      END {
+        for (pid in total) cpu[role_of[pid]] += total[pid]
+        printf "\"cpu_learner_s\": %d, \"cpu_actors_s\": %d, \"cpu_replay_s\": %d, \"cpu_paramserver_s\": %d",
+               cpu["learner"], cpu["actors"], cpu["replay"], cpu["paramserver"] }' "$cpu" 2>/dev/null ||
+               echo '"cpu_learner_s": 0, "cpu_actors_s": 0, "cpu_replay_s": 0, "cpu_paramserver_s": 0')
+  local progress
+  progress=$(grep '"wait_replay_s"' "$dir/metrics.jsonl" | tail -n1)
+  pfield() { sed -nE "s/.*\"$1\": ([^,}]*).*/\1/p" <<<"$progress"; }
+  printf '{"kind": "%s", "env": "%s", "seed": %s, "name": "%s", "commit": "%s", "exit_code": %d, "wall_s": %.1f, ' \
+    "$kind" "$env" "$seed" "$name" "$commit" "$code" "$(awk -v a="$start" -v b="$end" 'BEGIN { print b - a }')"
+  printf '"learner_s": %s, "env_steps": %s, "updates": %s, "end": %s, ' \
+    "$(field time)" "$(field env_steps)" "$(field updates)" "$(field end)"
+  printf '"final_eval_return": %s, "final_eval_std": %s, "best_eval_return": %s, ' \
+    "${final:-null}" "${final_std:-null}" "$(field best_eval_return)"
+  printf '"actors": %s, "ranks": %s, "wait_replay_s": %s, "compute_s": %s, "allreduce_s": %s, %s}\n' \
+    "$(yaml_value "$dir/config.yaml" count)" "$(yaml_value "$dir/config.yaml" ranks)" \
+    "$(pfield wait_replay_s)" "$(pfield compute_s)" "$(pfield allreduce_s)" "$cpu_roles"
+}
+
+# The whole budget: the target is out of reach, so every run ends at its env-step budget.
+budget_sets() { echo --set stop.target_return=1e9 --set stop.max_env_steps="${budget[$1]}"; }
+
+for part in $parts; do
+  case $part in
+    table)
+      for env in $envs; do
+        for seed in $seeds; do
+          # shellcheck disable=SC2046
+          run table "$env" "$seed" "$env-s$seed" $(budget_sets "$env") >>"$results/runs.jsonl"
+        done
+      done ;;
+    baseline)
+      for env in $envs; do
+        # One shard holding what the config's shards hold together.
+        capacity=$(( $(yaml_value "configs/$env.yaml" capacity) * $(yaml_value "configs/$env.yaml" shards) ))
+        for seed in $baseline_seeds; do
+          # shellcheck disable=SC2046
+          run paired "$env" "$seed" "$env-paired-s$seed" $(budget_sets "$env") >>"$results/runs.jsonl"
+          # shellcheck disable=SC2046
+          run baseline "$env" "$seed" "$env-baseline-s$seed" $(budget_sets "$env") \
+            --set actors.count=1 --set actors.envs_per_actor=1 --set learner.ranks=1 \
+            --set replay.shards=1 --set replay.capacity="$capacity" >>"$results/runs.jsonl"
+        done
+      done ;;
+    scaling)
+      for env in $scaling_envs; do
+        for seed in $scaling_seeds; do
+          for n in $actor_counts; do
+            run scaling "$env" "$seed" "$env-a$n-r1-s$seed" --set actors.count="$n" \
+              --set learner.ranks=1 --set stop.target_return="${threshold[$env]}" \
+              --set stop.max_env_steps=$((2 * budget[$env])) >>"$results/runs.jsonl"
+          done
+          run scaling "$env" "$seed" "$env-a2-r2-s$seed" --set actors.count=2 \
+            --set learner.ranks=2 --set stop.target_return="${threshold[$env]}" \
+            --set stop.max_env_steps=$((2 * budget[$env])) >>"$results/runs.jsonl"
+        done
+      done ;;
+    report) ;;
+    *) echo "learning.sh: unknown part '$part' (table, baseline, scaling, report)" >&2; exit 2 ;;
+  esac
+done
+[[ " $parts " == *" report "* ]] || exit 0
+
+# ---- report ----------------------------------------------------------------------------------
+jsonl="$results/runs.jsonl"
+[[ -s "$jsonl" ]] || { echo "learning.sh: $jsonl is empty; run a part first" >&2; exit 1; }
+for env in cartpole acrobot mountaincar lunarlander; do
+  dirs=()
+  for d in "$runs/$env"-s*; do [[ -d "$d" ]] && dirs+=("$d"); done
+  if ((${#dirs[@]})); then "$build/ferry" plot "${dirs[@]}" --out "$results/$env" >/dev/null; fi
+done
+
+# Flattens each JSON line into k=v fields for awk.
+flat() { sed -E 's/[{}"]//g; s/, /\t/g; s/: /=/g' "$jsonl"; }
+refs=$(for env in cartpole acrobot mountaincar lunarlander; do
+  printf '%s=%s=%s=%s=%s\n' "$env" "${env_id[$env]}" "${reference[$env]}" "${budget[$env]}" \
+    "${threshold[$env]}"; done)
+
+flat | awk -F'\t' -v refs="$refs" -v machine="$(getconf _NPROCESSORS_ONLN) cores, $(sed -nE 's/^model name\t: //p' /proc/cpuinfo | head -n1)" \
+  -v date="$(date -u +%Y-%m-%d)" '
+function t95(df,   t) {  # Two-sided 95% Student t quantiles.
+  split("12.71 4.30 3.18 2.78 2.57 2.45 2.36 2.31 2.26", t, " ")
+  return df >= 1 && df <= 9 ? t[df] : 1.96
+}
+function median(list,   a, n, i, j, t) {
+  n = split(list, a, " ")
+  for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+  return n == 0 ? "" : n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+BEGIN {
+  n_refs = split(refs, lines, "\n")
+  for (i = 1; i <= n_refs; i++) {
+    split(lines[i], f, "="); order[i] = f[1]; id[f[1]] = f[2]; ref[f[1]] = f[3]; bud[f[1]] = f[4]; thr[f[1]] = f[5]
+  }
+}
+{
+  delete r
+  for (i = 1; i <= NF; i++) { k = substr($i, 1, index($i, "=") - 1); r[k] = substr($i, index($i, "=") + 1) }
+  e = r["env"]
+  c = r["commit"] == "" ? "unrecorded" : r["commit"]
+  if (!(c in commit_seen)) { commit_seen[c] = 1; commits = commits (commits == "" ? "" : ", ") c }
+  if (r["kind"] == "table" && r["final_eval_return"] != "null") {
+    n[e]++; sum[e] += r["final_eval_return"]; sq[e] += r["final_eval_return"] ^ 2
+    per_seed[e] = per_seed[e] sprintf("%s%.1f", per_seed[e] == "" ? "" : ", ", r["final_eval_return"])
+    best[e] = best[e] " " r["best_eval_return"]; wall[e] = wall[e] " " r["wall_s"]
+    rate[e] = rate[e] " " r["env_steps"] / r["learner_s"]
+  }
+  if (r["kind"] == "baseline" && r["final_eval_return"] != "null") {
+    bn[e]++; bsum[e] += r["final_eval_return"]; bwall[e] = bwall[e] " " r["wall_s"]
+    bupd[e] = bupd[e] " " r["updates"] / r["learner_s"]
+  }
+  if (r["kind"] == "paired" && r["final_eval_return"] != "null") {
+    pn[e]++; psum[e] += r["final_eval_return"]; pwall[e] = pwall[e] " " r["wall_s"]
+    pupd[e] = pupd[e] " " r["updates"] / r["learner_s"]
+  }
+  if (r["kind"] == "scaling") {
+    key = e SUBSEP r["actors"] SUBSEP r["ranks"]
+    if (!(key in seen)) { seen[key] = 1; skeys[++ns] = key }
+    reached = r["end"] == "target_reached"
+    stime[key] = stime[key] " " (reached ? r["learner_s"] : "inf")
+    ssteps[key] = ssteps[key] " " (reached ? r["env_steps"] : "inf")
+    srate[key] = srate[key] " " r["env_steps"] / r["learner_s"]
+    supd[key] = supd[key] " " r["updates"] / r["learner_s"]
+    cpu = r["cpu_learner_s"] + r["cpu_actors_s"] + r["cpu_replay_s"] + r["cpu_paramserver_s"]
+    if (cpu > 0) {
+      scpu[key] = sprintf("%.0f / %.0f / %.0f / %.0f", 100 * r["cpu_learner_s"] / cpu,
+                          100 * r["cpu_actors_s"] / cpu, 100 * r["cpu_replay_s"] / cpu,
+                          100 * r["cpu_paramserver_s"] / cpu)
+    }
+    busy = r["compute_s"] + r["allreduce_s"] + r["wait_replay_s"]
+    swait[key] = busy > 0 ? sprintf("%.0f%%", 100 * r["wait_replay_s"] / busy) : "-"
+  }
+}
+END {
+  print "# Learning results"
+  print ""
+  printf "Generated by `bench/learning.sh` on %s from runs of commit(s) %s, on %s, Debian 12,\n", date, commits, machine
+  print "OpenBLAS (1 thread per process)."
+  print "Every figure below is measured in that run; the Zoo numbers are quoted from RL Baselines3 Zoo'"'"'s"
+  print "DQN `benchmark.md`. Reproduce: `make build && bench/learning.sh` (about 90 minutes on 2 cores);"
+  print "`ferry eval RUN_DIR` repeats any run'"'"'s final evaluation from its last checkpoint."
+  print ""
+  print "## Against RL Baselines3 Zoo (DQN), at the Zoo'"'"'s env-step budget"
+  print ""
+  print "Each seed runs `configs/<env>.yaml` until the budget is spent; the policy it ends with is then"
+  print "evaluated greedily on 100 fresh episodes (seeds no periodic evaluation used). The return is the"
+  print "mean over seeds of those 100-episode means, ± the sample standard deviation across seeds, with"
+  print "a 95% Student-t confidence interval. Best periodic is the median over seeds of the best periodic"
+  print "evaluation (20 episodes, always the same start states): it flatters, and is shown only beside."
+  print ""
+  print "| env | Zoo return | budget (env steps) | ferry return (final, 100 eps) | 95% CI | seeds | met? | best periodic (median) | wall-clock (median) | env steps/s (median) |"
+  print "|---|---|---|---|---|---|---|---|---|---|"
+  for (i = 1; i <= n_refs; i++) {
+    e = order[i]
+    if (!n[e]) continue
+    mean = sum[e] / n[e]
+    sd = n[e] > 1 ? sqrt((sq[e] - n[e] * mean ^ 2) / (n[e] - 1)) : 0
+    ci = n[e] > 1 ? t95(n[e] - 1) * sd / sqrt(n[e]) : 0
+    printf "| %s | %s | %dk | %.1f ± %.1f | [%.1f, %.1f] | %d | %s | %.1f | %.0f s | %.0f |\n", id[e], ref[e], bud[e] / 1000,
+           mean, sd, mean - ci, mean + ci, n[e], (mean >= ref[e] ? "yes" : "**no**"), median(best[e]),
+           median(wall[e]), median(rate[e])
+  }
+  print ""
+  print "Per seed (final 100-episode mean return, seeds in order):"
+  print ""
+  for (i = 1; i <= n_refs; i++) { e = order[i]; if (n[e]) printf "- %s: %s\n", id[e], per_seed[e] }
+  print ""
+  print "## Against a single-process DQN: one actor, one env, one shard, one learner rank"
+  print ""
+  print "Per env and seed, the config as it is and then the same config as `actors.count=1"
+  print "actors.envs_per_actor=1 learner.ranks=1 replay.shards=1` (the shard holding the whole buffer),"
+  print "back to back, at the same budget. Wall-clock is from `ferry run` start to exit, including"
+  print "start-up and the final evaluation; speed-up is baseline time / ferry time (above 1: ferry faster)."
+  print ""
+  print "| env | seeds | ferry return | baseline return | ferry wall-clock | baseline wall-clock | ferry updates/s | baseline updates/s | speed-up |"
+  print "|---|---|---|---|---|---|---|---|---|"
+  for (i = 1; i <= n_refs; i++) {
+    e = order[i]
+    if (!bn[e] || !pn[e]) continue
+    printf "| %s | %d | %.1f | %.1f | %.0f s | %.0f s | %.0f | %.0f | %.2fx |\n", id[e], bn[e], psum[e] / pn[e],
+           bsum[e] / bn[e], median(pwall[e]), median(bwall[e]), median(pupd[e]), median(bupd[e]),
+           median(bwall[e]) / median(pwall[e])
+  }
+  print ""
+  print "## Scaling: time to the threshold with more actors and learner ranks"
+  print ""
+  print "Time is the learner'"'"'s clock when its periodic greedy evaluation first reaches the threshold"
+  print "(\"inf\": not within 2x the budget). CPU shares are of all the run'"'"'s processes'"'"' CPU seconds"
+  print "(learner / actors / replay shards / paramserver); learner waits is the share of the learner'"'"'s"
+  print "loop spent waiting for a sampled batch (the shards'"'"' rate limiters or the network)."
+  print ""
+  print "| env | threshold | actors | learner ranks | time (median) | env steps | env steps/s | updates/s | CPU % L/A/R/P | learner waits |"
+  print "|---|---|---|---|---|---|---|---|---|---|"
+  for (i = 1; i <= ns; i++) {
+    split(skeys[i], part_of, SUBSEP)
+    printf "| %s | %s | %s | %s | %s s | %s | %.0f | %.0f | %s | %s |\n", id[part_of[1]], thr[part_of[1]], part_of[2], part_of[3],
+           median(stime[skeys[i]]), median(ssteps[skeys[i]]), median(srate[skeys[i]]), median(supd[skeys[i]]),
+           scpu[skeys[i]], swait[skeys[i]]
+  }
+  print ""
+  print "Curves: `docs/results/<env>/return_vs_env_steps.png`, `return_vs_time.png`, `throughput.png`"
+  print "(every seed one curve); scaling: `docs/results/scaling.png`. Raw records: `docs/results/runs.jsonl`."
+}' >docs/RESULTS.md
+
+# Scaling plot: time to threshold against actors, one line per env (one learner rank).
+flat | awk -F'\t' '{
+    delete r
+    for (i = 1; i <= NF; i++) { k = substr($i, 1, index($i, "=") - 1); r[k] = substr($i, index($i, "=") + 1) }
+    if (r["kind"] == "scaling" && r["ranks"] == 1 && r["end"] == "target_reached")
+      print r["env"], r["actors"], r["learner_s"]
+  }' | sort -k1,1 -k2n >"$runs/scaling.dat"
+if [[ -s "$runs/scaling.dat" ]]; then
+  {
+    echo "set terminal pngcairo size 900,560 noenhanced; set output '$results/scaling.png'"
+    echo "set grid; set logscale x 2; set xlabel 'actors (8 envs each)'; set ylabel 'seconds to threshold'"
+    echo "set title 'time to the return threshold (1 learner rank)'; set key top right"
+    printf "plot "
+    sep=""
+    for env in $(cut -d' ' -f1 "$runs/scaling.dat" | sort -u); do
+      printf "%s'< grep ^%s %s' using 2:3 with linespoints title '%s'" "$sep" "$env" "$runs/scaling.dat" "${env_id[$env]}"
+      sep=", "
+    done
+    echo
+  } | gnuplot
+fi
+[[ -f docs/results/discussion.md ]] && { echo; cat docs/results/discussion.md; } >>docs/RESULTS.md
+echo "learning.sh: wrote docs/RESULTS.md and $results/" >&2
