@@ -91,8 +91,13 @@ run() {
                cpu["learner"], cpu["actors"], cpu["replay"], cpu["paramserver"] }' "$cpu" 2>/dev/null ||
                echo '"cpu_learner_s": 0, "cpu_actors_s": 0, "cpu_replay_s": 0, "cpu_paramserver_s": 0')
   local progress
-  progress=$(grep '"wait_replay_s"' "$dir/metrics.jsonl" | tail -n1)
-  pfield() { sed -nE "s/.*\"$1\": ([^,}]*).*/\1/p" <<<"$progress"; }
+  # The last progress record; a run can end before its first one.
+  progress=$(grep '"wait_replay_s"' "$dir/metrics.jsonl" | tail -n1 || true)
+  pfield() {
+    local v
+    v=$(sed -nE "s/.*\"$1\": ([^,}]*).*/\1/p" <<<"$progress")
+    echo "${v:-null}"
+  }
   printf '{"kind": "%s", "env": "%s", "seed": %s, "name": "%s", "commit": "%s", "exit_code": %d, "wall_s": %.1f, ' \
     "$kind" "$env" "$seed" "$name" "$commit" "$code" "$(awk -v a="$start" -v b="$end" 'BEGIN { print b - a }')"
   printf '"learner_s": %s, "env_steps": %s, "updates": %s, "end": %s, ' \
