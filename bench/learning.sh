@@ -285,13 +285,14 @@ END {
   print "|---|---|---|---|---|---|---|---|---|---|"
   for (i = 1; i <= ns; i++) {
     split(skeys[i], part_of, SUBSEP)
-    printf "| %s | %s | %s | %s | %s s | %s | %.0f | %.0f | %s | %s |\n", id[part_of[1]], thr[part_of[1]], part_of[2], part_of[3],
-           median(stime[skeys[i]]), median(ssteps[skeys[i]]), median(srate[skeys[i]]), median(supd[skeys[i]]),
+    t = median(stime[skeys[i]])
+    printf "| %s | %s | %s | %s | %s | %s | %.0f | %.0f | %s | %s |\n", id[part_of[1]], thr[part_of[1]], part_of[2], part_of[3],
+           (t == "inf" ? "inf" : sprintf("%.1f s", t)), median(ssteps[skeys[i]]), median(srate[skeys[i]]), median(supd[skeys[i]]),
            scpu[skeys[i]], swait[skeys[i]]
   }
   print ""
   print "Curves: `docs/results/<env>/return_vs_env_steps.png`, `return_vs_time.png`, `throughput.png`"
-  print "(every seed one curve); scaling: `docs/results/scaling.png`. Raw records: `docs/results/runs.jsonl`."
+  print "(every seed one curve); scaling: `docs/results/scaling.png` and `scaling_throughput.png`. Raw records: `docs/results/runs.jsonl`."
 }' >docs/RESULTS.md
 
 # Scaling plot: time to threshold against actors, one line per env (one learner rank).
@@ -299,21 +300,26 @@ flat | awk -F'\t' '{
     delete r
     for (i = 1; i <= NF; i++) { k = substr($i, 1, index($i, "=") - 1); r[k] = substr($i, index($i, "=") + 1) }
     if (r["kind"] == "scaling" && r["ranks"] == 1 && r["end"] == "target_reached")
-      print r["env"], r["actors"], r["learner_s"]
+      print r["env"], r["actors"], r["learner_s"], r["env_steps"] / r["learner_s"]
   }' | sort -k1,1 -k2n >"$runs/scaling.dat"
+# scaling_plot PNG YLABEL TITLE COLUMN
+scaling_plot() {
+  echo "set terminal pngcairo size 900,560 noenhanced; set output '$results/$1'"
+  echo "set grid; set logscale x 2; set xlabel 'actors (8 envs each)'; set ylabel '$2'"
+  echo "set title '$3'; set key top right"
+  printf "plot "
+  local sep=""
+  for env in $(cut -d' ' -f1 "$runs/scaling.dat" | sort -u); do
+    printf "%s'< grep ^%s %s' using 2:%s with linespoints title '%s'" "$sep" "$env" \
+      "$runs/scaling.dat" "$4" "${env_id[$env]}"
+    sep=", "
+  done
+  echo
+}
 if [[ -s "$runs/scaling.dat" ]]; then
-  {
-    echo "set terminal pngcairo size 900,560 noenhanced; set output '$results/scaling.png'"
-    echo "set grid; set logscale x 2; set xlabel 'actors (8 envs each)'; set ylabel 'seconds to threshold'"
-    echo "set title 'time to the return threshold (1 learner rank)'; set key top right"
-    printf "plot "
-    sep=""
-    for env in $(cut -d' ' -f1 "$runs/scaling.dat" | sort -u); do
-      printf "%s'< grep ^%s %s' using 2:3 with linespoints title '%s'" "$sep" "$env" "$runs/scaling.dat" "${env_id[$env]}"
-      sep=", "
-    done
-    echo
-  } | gnuplot
+  scaling_plot scaling.png "seconds to threshold" "time to the return threshold (1 learner rank)" 3 | gnuplot
+  scaling_plot scaling_throughput.png "env steps per second" \
+    "env steps/s at samples_per_insert 64 (1 learner rank)" 4 | gnuplot
 fi
 [[ -f docs/results/discussion.md ]] && { echo; cat docs/results/discussion.md; } >>docs/RESULTS.md
 echo "learning.sh: wrote docs/RESULTS.md and $results/" >&2
