@@ -370,6 +370,39 @@ class Receivers {
   std::vector<std::jthread> threads_;  // Last: joined before the state they use goes.
 };
 
+// A ParamServer on fresh loopback ports, following `upstream` as a relay when one is given,
+// serving on its own thread until destroyed.
+class ServingParamServer {
+ public:
+  explicit ServingParamServer(zmq::context_t& context,
+                              const ServingParamServer* upstream = nullptr) {
+    paramserver::ServerOptions options;
+    std::tie(options.endpoint, options.broadcast_endpoint) = FreeTcpEndpoints();
+    if (upstream != nullptr) {
+      options.upstream_endpoint = upstream->endpoint();
+      options.upstream_broadcast_endpoint = upstream->broadcast_endpoint();
+    }
+    endpoint_ = options.endpoint;
+    broadcast_endpoint_ = options.broadcast_endpoint;
+    server_ = std::make_unique<paramserver::ParamServer>(context, options);
+    if (const Status bound = server_->Bind(); !bound.ok()) Die(bound.ToString());
+    serving_ = std::jthread([this] { server_->Serve(stop_); });
+  }
+  ~ServingParamServer() { stop_.store(true); }  // serving_ joins first: declared last.
+  ServingParamServer(const ServingParamServer&) = delete;
+  ServingParamServer& operator=(const ServingParamServer&) = delete;
+
+  const std::string& endpoint() const { return endpoint_; }
+  const std::string& broadcast_endpoint() const { return broadcast_endpoint_; }
+
+ private:
+  std::string endpoint_;
+  std::string broadcast_endpoint_;
+  std::unique_ptr<paramserver::ParamServer> server_;
+  std::atomic<bool> stop_{false};
+  std::jthread serving_;
+};
+
 // One topology's publish step and its receivers.
 struct Route {
   std::function<void(int64_t version)> publish;
@@ -408,36 +441,20 @@ void BroadcastBench(const Settings& s, size_t bytes, int subscribers, int relays
   for (auto& b : blob) b = static_cast<uint8_t>(rng());
 
   zmq::context_t context(2);
-  // ferry: publisher (this thread) -> ParamServer (its thread) -> subscribers.
-  const auto [endpoint, broadcast_endpoint] = FreeTcpEndpoints();
-  paramserver::ServerOptions server_options;
-  server_options.endpoint = endpoint;
-  server_options.broadcast_endpoint = broadcast_endpoint;
-  paramserver::ParamServer server(context, server_options);
-  if (const Status bound = server.Bind(); !bound.ok()) Die(bound.ToString());
-  std::atomic<bool> stop_server{false};
-  std::jthread serving([&] { server.Serve(stop_server); });
-  std::vector<std::unique_ptr<paramserver::ParamServer>> relay_servers;
-  std::vector<std::pair<std::string, std::string>> serving_endpoints = {
-      {endpoint, broadcast_endpoint}};
-  if (relays > 0) serving_endpoints.clear();
+  // ferry: publisher (this thread) -> ParamServer (its thread) [-> relays] -> subscribers.
+  const ServingParamServer root(context);
+  std::vector<std::unique_ptr<ServingParamServer>> relay_servers;
   for (int r = 0; r < relays; ++r) {
-    paramserver::ServerOptions relay_options;
-    std::tie(relay_options.endpoint, relay_options.broadcast_endpoint) = FreeTcpEndpoints();
-    relay_options.upstream_endpoint = endpoint;
-    relay_options.upstream_broadcast_endpoint = broadcast_endpoint;
-    relay_servers.push_back(std::make_unique<paramserver::ParamServer>(context, relay_options));
-    if (const Status bound = relay_servers.back()->Bind(); !bound.ok()) Die(bound.ToString());
-    serving_endpoints.emplace_back(relay_options.endpoint, relay_options.broadcast_endpoint);
+    relay_servers.push_back(std::make_unique<ServingParamServer>(context, &root));
   }
-  std::vector<std::jthread> relaying;
-  for (auto& relay : relay_servers) {
-    relaying.emplace_back([&stop_server, server = relay.get()] { server->Serve(stop_server); });
-  }
-  paramserver::WeightsPublisher publisher(context, endpoint);
+  std::vector<const ServingParamServer*> serving = {&root};
+  if (relays > 0) serving.clear();
+  for (const auto& relay : relay_servers) serving.push_back(relay.get());
+  paramserver::WeightsPublisher publisher(context, root.endpoint());
   Receivers ferry_receivers(subscribers, [&](int i) {
-    const auto& [fetch, broadcast] = serving_endpoints[i % serving_endpoints.size()];
-    auto subscriber = std::make_shared<paramserver::WeightsSubscriber>(context, fetch, broadcast);
+    const ServingParamServer& server = *serving[i % serving.size()];
+    auto subscriber = std::make_shared<paramserver::WeightsSubscriber>(context, server.endpoint(),
+                                                                       server.broadcast_endpoint());
     return [subscriber] {
       const auto blob = subscriber->Poll();
       if (blob) KeepAlive(blob->bytes.data());
@@ -498,7 +515,6 @@ void BroadcastBench(const Settings& s, size_t bytes, int subscribers, int relays
     }
     ratios.push_back(rep_all[0] / rep_all[1]);
   }
-  stop_server.store(true);
   JsonLine("broadcast")
       .Add("blob_bytes", static_cast<int64_t>(bytes))
       .Add("subscribers", subscribers)
@@ -536,17 +552,11 @@ GapStats ActorGaps(double seconds, double period_s) {
   auto actor = MakeActor(CartPoleActor(8, hidden, actors::Inference::kAuto), weights);
 
   zmq::context_t context(2);
-  const auto [endpoint, broadcast_endpoint] = FreeTcpEndpoints();
-  paramserver::ServerOptions server_options;
-  server_options.endpoint = endpoint;
-  server_options.broadcast_endpoint = broadcast_endpoint;
-  paramserver::ParamServer server(context, server_options);
-  if (const Status bound = server.Bind(); !bound.ok()) Die(bound.ToString());
+  const ServingParamServer server(context);
   std::atomic<bool> stop{false};
-  std::jthread serving([&] { server.Serve(stop); });
-  actors::WeightsFollower follower(context, endpoint, broadcast_endpoint);
+  actors::WeightsFollower follower(context, server.endpoint(), server.broadcast_endpoint());
   std::jthread learner([&] {
-    paramserver::WeightsPublisher publisher(context, endpoint);
+    paramserver::WeightsPublisher publisher(context, server.endpoint());
     for (int64_t version = 2; period_s > 0 && !stop.load(); ++version) {
       publisher.Publish(version, weights.data(), weights.size());
       for (double waited = 0; waited < period_s && !stop.load(); waited += 0.01) Sleep(0.01);

@@ -29,7 +29,7 @@ std::optional<WeightsBlob> ReadWeights(const Result<Message>& m, int64_t newer_t
   }
   if (meta.version <= newer_than) return std::nullopt;
   const auto* p = m->payload[1].data<uint8_t>();
-  return WeightsBlob{meta.version, std::vector<uint8_t>(p, p + meta.bytes)};
+  return WeightsBlob{meta.version, std::vector<uint8_t>(p, p + meta.bytes), meta.checksum};
 }
 
 }  // namespace

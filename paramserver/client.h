@@ -15,7 +15,6 @@
 #include <optional>
 #include <string>
 #include <vector>
-
 #include <zmq.hpp>
 
 #include "core/status.h"
@@ -25,6 +24,7 @@ namespace ferry::paramserver {
 struct WeightsBlob {
   int64_t version = -1;
   std::vector<uint8_t> bytes;
+  uint32_t checksum = 0;  // CRC32C of bytes, verified on receipt.
 };
 
 class WeightsPublisher {
