@@ -88,7 +88,7 @@ struct LearnerOptions {
   int eval_period = 500;           // Updates between greedy evaluations (rank 0).
   int eval_episodes = 100;
   int final_eval_episodes = 100;  // On fresh episodes when the run reaches its target or budget.
-  std::string device = "cpu";             // cpu | cuda.
+  std::string device = "cpu";     // cpu | cuda.
   double checkpoint_period_seconds = 60;  // Also on SIGTERM; into <run.dir>/checkpoints.
   int checksum_period = 1000;             // Updates between cross-rank parameter checks.
   // Gradient allreduce (learner/gradient_reducer.h): auto | mpi | shared_memory; with

@@ -12,12 +12,11 @@
 #ifndef FERRY_CORE_WIRE_H_
 #define FERRY_CORE_WIRE_H_
 
+#include <cereal/archives/binary.hpp>
 #include <cstdint>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <cereal/archives/binary.hpp>
 #include <zmq.hpp>
 
 #include "core/status.h"
@@ -53,8 +52,8 @@ struct Header {
   uint16_t version = kProtocolVersion;
   MessageType type = MessageType::kError;
   uint32_t flags = 0;
-  uint32_t sender = 0;      // Actor id, learner rank or server id.
-  uint64_t sequence = 0;    // Per-sender batch number or request id, echoed in replies.
+  uint32_t sender = 0;    // Actor id, learner rank or server id.
+  uint64_t sequence = 0;  // Per-sender batch number or request id, echoed in replies.
   uint32_t payload_bytes = 0;
   uint32_t crc32c = 0;
 };

@@ -22,7 +22,9 @@ struct InsertMeta {
   uint64_t actor_epoch = 0;  // Changes when an actor process restarts.
   uint32_t count = 0;
   template <class Archive>
-  void serialize(Archive& ar) { ar(schema_fingerprint, actor_epoch, count); }
+  void serialize(Archive& ar) {
+    ar(schema_fingerprint, actor_epoch, count);
+  }
 };
 
 // Durability (replay/writer.h keeps what a SIGKILL of the shard could still lose):
@@ -35,14 +37,18 @@ struct InsertAckMeta {
   uint64_t incarnation = 0;      // Drawn at shard start: a new value means it restarted.
   uint64_t durable_through = 0;  // Meaningful only with snapshots.
   template <class Archive>
-  void serialize(Archive& ar) { ar(duplicate, size, snapshots, incarnation, durable_through); }
+  void serialize(Archive& ar) {
+    ar(duplicate, size, snapshots, incarnation, durable_through);
+  }
 };
 
 struct SampleRequestMeta {
   uint64_t schema_fingerprint = 0;
   uint32_t count = 0;
   template <class Archive>
-  void serialize(Archive& ar) { ar(schema_fingerprint, count); }
+  void serialize(Archive& ar) {
+    ar(schema_fingerprint, count);
+  }
 };
 
 enum class SampleStatus : uint8_t {
@@ -53,12 +59,14 @@ enum class SampleStatus : uint8_t {
 
 // The shard-wide figures every sample reply and stats reply carry.
 struct MassInfo {
-  double total_mass = 0;     // Sum of p^alpha.
-  double min_mass = 0;       // Min of p^alpha (0 when empty).
+  double total_mass = 0;  // Sum of p^alpha.
+  double min_mass = 0;    // Min of p^alpha (0 when empty).
   int64_t size = 0;
   int64_t inserted_total = 0;  // Transitions ever stored (duplicates excluded).
   template <class Archive>
-  void serialize(Archive& ar) { ar(total_mass, min_mass, size, inserted_total); }
+  void serialize(Archive& ar) {
+    ar(total_mass, min_mass, size, inserted_total);
+  }
 };
 
 struct SampleReplyMeta {
@@ -66,26 +74,30 @@ struct SampleReplyMeta {
   uint32_t count = 0;
   MassInfo mass;
   template <class Archive>
-  void serialize(Archive& ar) { ar(status, count, mass); }
+  void serialize(Archive& ar) {
+    ar(status, count, mass);
+  }
 };
 
 struct UpdatePrioritiesMeta {
   uint32_t count = 0;
   template <class Archive>
-  void serialize(Archive& ar) { ar(count); }
+  void serialize(Archive& ar) {
+    ar(count);
+  }
 };
 
 struct StatsMeta {
   MassInfo mass;
   int64_t capacity = 0;
   int64_t resident_bytes = 0;
-  int64_t samples_total = 0;       // Items handed out.
+  int64_t samples_total = 0;  // Items handed out.
   int64_t updates_applied = 0;
   int64_t updates_stale = 0;
   int64_t duplicates_dropped = 0;
   int64_t bad_messages = 0;
-  int64_t inserts_waiting = 0;     // Batches held back by the rate limiter right now.
-  int64_t samples_refused = 0;     // Sample requests answered kTooSmall or kRateLimited.
+  int64_t inserts_waiting = 0;  // Batches held back by the rate limiter right now.
+  int64_t samples_refused = 0;  // Sample requests answered kTooSmall or kRateLimited.
   uint64_t schema_fingerprint = 0;
   double alpha = 0;
   template <class Archive>
@@ -121,7 +133,9 @@ struct InspectRequestMeta {
   uint32_t sample_count = 0;  // Items drawn uniformly with `seed`, not the shard's RNG.
   uint64_t seed = 0;
   template <class Archive>
-  void serialize(Archive& ar) { ar(top_k, sample_count, seed); }
+  void serialize(Archive& ar) {
+    ar(top_k, sample_count, seed);
+  }
 };
 
 struct RateLimiterState {
@@ -147,7 +161,9 @@ struct PolicyStaleness {
   int64_t p99 = 0;
   int64_t max = 0;
   template <class Archive>
-  void serialize(Archive& ar) { ar(known, max_version, mean, p50, p90, p99, max); }
+  void serialize(Archive& ar) {
+    ar(known, max_version, mean, p50, p90, p99, max);
+  }
 };
 
 struct InspectReplyMeta {

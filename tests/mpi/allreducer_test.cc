@@ -1,6 +1,5 @@
 // Every Allreducer algorithm gives the serial sum, the same bits on every rank, for any count.
 #include "learner/linalg/allreducer.h"
-#include "tests/mpi/world.h"
 
 #include <doctest/doctest.h>
 #include <mpi.h>
@@ -11,6 +10,8 @@
 #include <cstdint>
 #include <cstring>
 #include <vector>
+
+#include "tests/mpi/world.h"
 
 namespace ferry::learner::linalg {
 namespace {

@@ -134,7 +134,8 @@ TEST_CASE("hooks ignore a backward pass that was not announced") {
   const std::vector<double> expected = SerialSum(Ranks());
   size_t wrong = 0;
   for (size_t i = 0; i < expected.size(); ++i) {
-    wrong += !(std::abs(reducer.gradients()[i] - expected[i]) <= 1e-5 * (1 + std::abs(expected[i])));
+    wrong +=
+        !(std::abs(reducer.gradients()[i] - expected[i]) <= 1e-5 * (1 + std::abs(expected[i])));
   }
   CHECK(wrong == 0);
 }

@@ -1,7 +1,6 @@
 // The distributed least-squares refit equals a serial solve of the pooled rows, its solvers
 // agree, and singular, ill-conditioned and non-finite inputs are handled on every rank.
 #include "learner/linalg/least_squares.h"
-#include "tests/mpi/world.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <doctest/doctest.h>
@@ -16,6 +15,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "tests/mpi/world.h"
 
 namespace ferry::learner::linalg {
 namespace {
