@@ -7,7 +7,7 @@
 //   ferry run --resume RUN_DIR                           continue a stopped run
 //   ferry learner --config CONFIG [--resume]             one rank (under mpirun)
 //   ferry envs [--json]                                  registered environments
-//   ferry eval RUN_DIR [--episodes N] [--seed S] [--json]  a run's newest checkpoint, greedy
+//   ferry eval RUN_DIR [--best] [--episodes N] [--seed S] [--json]  a run's policy, greedy
 //   ferry inspect TARGET [--json] [--watch [S]] ...      a replay shard or snapshot file
 #include <mpi.h>
 #include <signal.h>
@@ -65,10 +65,11 @@ constexpr const char* kUsage =
     "                      decodes N stored items, --timeout waits S for a shard (default 3)\n"
     "  keygen PREFIX                         CurveZMQ key pair: PREFIX.key (secret) and\n"
     "                                        PREFIX.pub (security.* keys in the config)\n"
-    "  eval RUN_DIR [--episodes N] [--seed S] [--json]\n"
-    "                      evaluate the greedy policy of the run's newest checkpoint on N\n"
-    "                      episodes (default 100) from env seed S (default: the seeds of the\n"
-    "                      run's final evaluation, which this then repeats)\n"
+    "  eval RUN_DIR [--best] [--episodes N] [--seed S] [--json]\n"
+    "                      evaluate the greedy policy of the run's newest checkpoint (with\n"
+    "                      --best: the one its best periodic evaluation kept) on N episodes\n"
+    "                      (default 100) from env seed S (default: the seeds of the run's\n"
+    "                      final evaluation, which this then repeats)\n"
     "  plot RUN_DIR... [--out DIR]           PNG curves (return vs env steps and vs time,\n"
     "                                        throughput) of one or more runs, by gnuplot;\n"
     "                                        DIR defaults to the first RUN_DIR/plots\n"
@@ -376,11 +377,14 @@ int EvalRun(int argc, char** argv) {
   int episodes = 100;
   long long seed = -1;
   bool json = false;
+  bool best = false;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     const bool has_value = i + 1 < argc;
     if (a == "--json") {
       json = true;
+    } else if (a == "--best") {
+      best = true;
     } else if (a == "--episodes" && has_value && ParseInt(argv[i + 1], &episodes) && episodes > 0) {
       ++i;
     } else if (a == "--seed" && has_value) {
@@ -415,7 +419,8 @@ int EvalRun(int argc, char** argv) {
   std::string checkpoint;
   int64_t updates = 0;
   auto eval =
-      ferry::learner::EvaluateCheckpoint(*config, episodes, first_seed, &checkpoint, &updates);
+      best ? ferry::learner::EvaluateBestPolicy(*config, episodes, first_seed, &checkpoint, &updates)
+           : ferry::learner::EvaluateCheckpoint(*config, episodes, first_seed, &checkpoint, &updates);
   if (!eval.ok()) {
     std::fprintf(stderr, "ferry eval: %s\n", eval.status().message().c_str());
     return 1;

@@ -146,6 +146,12 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
       core::Log("resumed from %s at update %lld", loaded->c_str(),
                 static_cast<long long>(updater.updates()));
     }
+    // A best policy saved after the checkpoint still counts: a later evaluation must beat it.
+    models::QNetwork probe(options->obs_dim, options->num_actions, options->hidden);
+    PolicyInfo best;
+    if (LoadPolicy(BestPolicyPath(checkpoint_dir), probe, &best).ok()) {
+      counters.best_eval = std::max(counters.best_eval, best.eval_return);
+    }
   } else {
     BroadcastParameters(updater.online(), comm);
     models::CopyParameters(*updater.online(), *updater.target());
@@ -158,6 +164,8 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
   if (rank == 0) {
     std::error_code ec;
     std::filesystem::create_directories(checkpoint_dir, ec);
+    // A fresh run in a used directory must not end by evaluating an earlier run's policy.
+    if (!resume) std::filesystem::remove(BestPolicyPath(checkpoint_dir), ec);
     publisher =
         std::make_unique<paramserver::WeightsPublisher>(context, core::ParamServerEndpoint(config));
     const auto blob = models::ToBlob(*updater.online());
@@ -309,7 +317,12 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
                                  config.seed * 1000003ull + 999983ull);
       if (!eval.ok()) return eval.status();
       last_eval = eval->mean_return;
-      counters.best_eval = std::max(counters.best_eval, last_eval);
+      if (last_eval > counters.best_eval) {
+        counters.best_eval = last_eval;
+        const Status saved = SavePolicy(updater.online(), {updates, counters.env_steps, last_eval},
+                                        BestPolicyPath(checkpoint_dir));
+        if (!saved.ok()) core::Log("best policy not kept: %s", saved.message().c_str());
+      }
       metrics.Write(core::MetricsRecord()
                         .Add("time", now - start)
                         .Add("updates", static_cast<double>(updates))
@@ -375,6 +388,23 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
           .Add("final_eval_episodes", final_eval->episodes);
       core::Log("final greedy evaluation on fresh episodes: mean return %.1f +- %.1f over %d",
                 final_eval->mean_return, final_eval->std_return, final_eval->episodes);
+      // The policy the periodic evaluations selected, on the same fresh episodes.
+      models::QNetwork best_net(options->obs_dim, options->num_actions, options->hidden);
+      PolicyInfo best;
+      if (LoadPolicy(BestPolicyPath(checkpoint_dir), best_net, &best).ok()) {
+        auto best_eval = EvaluateGreedy(best_net, config.env.id, config.learner.final_eval_episodes,
+                                        FinalEvalSeed(config));
+        if (!best_eval.ok()) return best_eval.status();
+        record.Add("selected_eval_return", best_eval->mean_return)
+            .Add("selected_eval_std", best_eval->std_return)
+            .Add("selected_updates", static_cast<double>(best.updates))
+            .Add("selected_env_steps", static_cast<double>(best.env_steps));
+        core::Log(
+            "the best periodic policy (update %lld, %lld env steps) on the same episodes: mean "
+            "return %.1f +- %.1f",
+            static_cast<long long>(best.updates), static_cast<long long>(best.env_steps),
+            best_eval->mean_return, best_eval->std_return);
+      }
     }
     metrics.Write(record.Add("end", reason));
     core::Log("learner ended (%s) after %lld updates, %lld env steps, best eval return %.1f",

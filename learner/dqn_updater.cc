@@ -46,6 +46,34 @@ Status FsyncPath(const std::string& path) {
   return Status::Ok();
 }
 
+// Writes `archive` to a temp file, fsyncs it, renames it to `path` and fsyncs the directory.
+Status SaveAtomically(torch::serialize::OutputArchive& archive, const std::string& path) {
+  const std::string tmp = path + ".tmp";
+  try {
+    archive.save_to(tmp);
+  } catch (const c10::Error& e) {
+    return Unavailable("cannot write " + tmp + ": " + e.what_without_backtrace());
+  }
+  FERRY_RETURN_IF_ERROR(FsyncPath(tmp));
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return Unavailable("cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
+  }
+  return FsyncPath(fs::path(path).parent_path().string());
+}
+
+// Module::load, refusing (c10::Error) a file whose parameters have other shapes: load itself
+// would adopt them.
+void LoadSameShapes(torch::nn::Module& module, torch::serialize::InputArchive& archive) {
+  std::vector<std::vector<int64_t>> shapes;
+  for (const auto& p : module.parameters()) shapes.push_back(p.sizes().vec());
+  module.load(archive);
+  const auto loaded = module.parameters();
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    TORCH_CHECK(loaded[i].sizes().vec() == shapes[i], "parameter ", i, " has shape ",
+                loaded[i].sizes(), ", this model's is ", c10::IntArrayRef(shapes[i]));
+  }
+}
+
 // Checkpoint files sorted newest first by their update count.
 std::vector<fs::path> CheckpointFiles(const std::string& dir) {
   std::vector<std::pair<int64_t, fs::path>> found;
@@ -113,9 +141,8 @@ double DqnUpdater::ParameterChecksum() {
 }
 
 Status DqnUpdater::SaveCheckpoint(const std::string& path, const RunCounters& counters) {
-  const std::string tmp = path + ".tmp";
+  torch::serialize::OutputArchive archive;
   try {
-    torch::serialize::OutputArchive archive;
     torch::serialize::OutputArchive online, target, optimizer;
     online_->save(online);
     target_->save(target);
@@ -128,15 +155,10 @@ Status DqnUpdater::SaveCheckpoint(const std::string& path, const RunCounters& co
     archive.write("elapsed_seconds", torch::tensor(counters.elapsed_seconds, torch::kFloat64));
     archive.write("best_eval", torch::tensor(counters.best_eval, torch::kFloat64));
     archive.write("rng", at::detail::getDefaultCPUGenerator().get_state());
-    archive.save_to(tmp);
   } catch (const c10::Error& e) {
-    return Unavailable("cannot write checkpoint " + tmp + ": " + e.what_without_backtrace());
+    return Unavailable("cannot write checkpoint " + path + ": " + e.what_without_backtrace());
   }
-  FERRY_RETURN_IF_ERROR(FsyncPath(tmp));
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return Unavailable("cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
-  }
-  return FsyncPath(fs::path(path).parent_path().string());
+  return SaveAtomically(archive, path);
 }
 
 Status DqnUpdater::LoadCheckpoint(const std::string& path, RunCounters* counters) {
@@ -147,8 +169,8 @@ Status DqnUpdater::LoadCheckpoint(const std::string& path, RunCounters* counters
     archive.read("online", online);
     archive.read("target", target);
     archive.read("optimizer", optimizer);
-    online_->load(online);
-    target_->load(target);
+    LoadSameShapes(*online_, online);
+    LoadSameShapes(*target_, target);
     optimizer_.load(optimizer);
     // InputArchive::read reuses a defined tensor's storage, so each read gets a fresh one.
     auto read = [&archive](const char* key) {
@@ -190,6 +212,46 @@ Result<std::string> LoadNewestCheckpoint(const std::string& dir, DqnUpdater* upd
     core::Log("skipping checkpoint: %s", loaded.message().c_str());
   }
   return NotFound("no loadable learner checkpoint in " + dir);
+}
+
+std::string BestPolicyPath(const std::string& dir) {
+  return (fs::path(dir) / "best-policy.pt").string();
+}
+
+Status SavePolicy(models::QNetwork& net, const PolicyInfo& info, const std::string& path) {
+  torch::serialize::OutputArchive archive;
+  try {
+    torch::serialize::OutputArchive online;
+    net->save(online);
+    archive.write("online", online);
+    archive.write("updates", torch::tensor(info.updates, torch::kInt64));
+    archive.write("env_steps", torch::tensor(info.env_steps, torch::kInt64));
+    archive.write("eval_return", torch::tensor(info.eval_return, torch::kFloat64));
+  } catch (const c10::Error& e) {
+    return Unavailable("cannot write policy " + path + ": " + e.what_without_backtrace());
+  }
+  return SaveAtomically(archive, path);
+}
+
+Status LoadPolicy(const std::string& path, models::QNetwork& net, PolicyInfo* info) {
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(path);
+    torch::serialize::InputArchive online;
+    archive.read("online", online);
+    LoadSameShapes(*net, online);
+    torch::Tensor updates, env_steps, eval_return;
+    archive.read("updates", updates);
+    archive.read("env_steps", env_steps);
+    archive.read("eval_return", eval_return);
+    info->updates = updates.item<int64_t>();
+    info->env_steps = env_steps.item<int64_t>();
+    info->eval_return = eval_return.item<double>();
+  } catch (const c10::Error& e) {
+    return DataLoss("policy " + path +
+                    " is unreadable or from another model: " + e.what_without_backtrace());
+  }
+  return Status::Ok();
 }
 
 }  // namespace ferry::learner

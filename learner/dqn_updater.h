@@ -13,6 +13,7 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -85,6 +86,18 @@ Result<std::string> LoadNewestCheckpoint(const std::string& dir, DqnUpdater* upd
 // Checkpoint path for the updater's current update count; keeps the newest `keep` files.
 std::string CheckpointPath(const std::string& dir, int64_t updates);
 void PruneCheckpoints(const std::string& dir, int keep);
+
+// The policy a run selects by its periodic evaluations (the online network at the best one),
+// kept as BestPolicyPath(checkpoint dir) and written atomically like a checkpoint.
+struct PolicyInfo {
+  int64_t updates = 0;
+  int64_t env_steps = 0;
+  double eval_return = -INFINITY;  // The periodic evaluation that selected it.
+};
+std::string BestPolicyPath(const std::string& dir);
+Status SavePolicy(models::QNetwork& net, const PolicyInfo& info, const std::string& path);
+// DataLoss for a file that does not load into `net`'s shape.
+Status LoadPolicy(const std::string& path, models::QNetwork& net, PolicyInfo* info);
 
 }  // namespace ferry::learner
 

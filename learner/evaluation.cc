@@ -1,6 +1,7 @@
 #include "learner/evaluation.h"
 
 #include <cmath>
+#include <filesystem>
 #include <memory>
 #include <vector>
 
@@ -76,6 +77,23 @@ Result<EvalResult> EvaluateCheckpoint(const core::Config& config, int episodes, 
   *checkpoint = *loaded;
   *updates = updater.updates();
   return EvaluateGreedy(updater.online(), config.env.id, episodes, seed);
+}
+
+Result<EvalResult> EvaluateBestPolicy(const core::Config& config, int episodes, uint64_t seed,
+                                      std::string* path, int64_t* updates) {
+  const auto options = UpdaterOptionsFor(config);
+  if (!options.ok()) return options.status();
+  models::QNetwork net(options->obs_dim, options->num_actions, options->hidden);
+  const std::string run_dir = config.run.dir.empty() ? "." : config.run.dir;
+  *path = BestPolicyPath(run_dir + "/checkpoints");
+  if (!std::filesystem::exists(*path)) {
+    return NotFound("no best policy in this run (" + *path +
+                    "): its learner never finished a periodic evaluation");
+  }
+  PolicyInfo info;
+  FERRY_RETURN_IF_ERROR(LoadPolicy(*path, net, &info));
+  *updates = info.updates;
+  return EvaluateGreedy(net, config.env.id, episodes, seed);
 }
 
 }  // namespace ferry::learner

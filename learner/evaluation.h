@@ -31,6 +31,11 @@ uint64_t FinalEvalSeed(const core::Config& config);
 Result<EvalResult> EvaluateCheckpoint(const core::Config& config, int episodes, uint64_t seed,
                                       std::string* checkpoint, int64_t* updates);
 
+// `ferry eval --best`: the same for the policy the run's periodic evaluations selected
+// (learner::BestPolicyPath in its checkpoint directory).
+Result<EvalResult> EvaluateBestPolicy(const core::Config& config, int episodes, uint64_t seed,
+                                      std::string* path, int64_t* updates);
+
 }  // namespace ferry::learner
 
 #endif  // FERRY_LEARNER_EVALUATION_H_

@@ -146,6 +146,9 @@ TEST_CASE("a short CartPole run starts every role, records metrics and leaves no
   CHECK(UpdatesAtEnd(metrics) > 0);
   // A run that reaches its target or budget evaluates its final policy on fresh episodes.
   CHECK(metrics.find("\"final_eval_episodes\": 100") != std::string::npos);
+  // ... and the policy its best periodic evaluation kept, on the same episodes.
+  CHECK(fs::exists(dir / "checkpoints" / "best-policy.pt"));
+  CHECK(metrics.find("\"selected_eval_return\": ") != std::string::npos);
   CHECK(ReadFile(dir / "logs" / "replay-0.log").find("0 bad messages") != std::string::npos);
   CHECK(ProcessesMentioning(dir.string()) == 0);
   fs::remove_all(dir);

@@ -154,6 +154,12 @@ TEST_CASE("a checkpoint of another architecture or an empty directory is refused
   const Status loaded = none.LoadCheckpoint(path, &counters);
   CHECK(loaded.code() == StatusCode::kDataLoss);
   CHECK(loaded.message().find(path) != std::string::npos);
+  // The other way round every name the narrower model has is in the file, with other shapes.
+  const std::string wider_path = CheckpointPath(dir.string(), 1);
+  REQUIRE(none.SaveCheckpoint(wider_path, {}).ok());
+  const Status narrower = other.LoadCheckpoint(wider_path, &counters);
+  CHECK(narrower.code() == StatusCode::kDataLoss);
+  CHECK(narrower.message().find("shape") != std::string::npos);
   fs::remove_all(dir);
 }
 
@@ -187,6 +193,53 @@ TEST_CASE("ferry eval's EvaluateCheckpoint plays the newest checkpoint's greedy 
 
   config.env.id = "Pendulum-v1";  // Continuous actions: no DQN head to load.
   CHECK_FALSE(EvaluateCheckpoint(config, 3, 7, &checkpoint, &updates).ok());
+  fs::remove_all(dir);
+}
+
+TEST_CASE("ferry eval --best plays the policy the periodic evaluations kept, not the newest") {
+  const fs::path dir = TempDir("best");
+  core::Config config;
+  config.env.id = "CartPole-v1";
+  config.model.hidden = {16, 16};
+  config.run.dir = dir.string();
+  std::string path;
+  int64_t updates = -1;
+  const auto missing = EvaluateBestPolicy(config, 3, 7, &path, &updates);
+  CHECK(missing.status().code() == StatusCode::kNotFound);
+  CHECK(missing.status().message().find("best-policy.pt") != std::string::npos);
+
+  auto options = UpdaterOptionsFor(config);
+  REQUIRE(options.ok());
+  DqnUpdater kept(*options, torch::kCPU), newest(*options, torch::kCPU);
+  Train(kept, Batches(3), 0, 3);
+  Train(newest, Batches(9), 0, 9);
+  fs::create_directories(dir / "checkpoints");
+  const std::string best_path = BestPolicyPath((dir / "checkpoints").string());
+  REQUIRE(SavePolicy(kept.online(), {3, 1234, 42.5}, best_path).ok());
+  REQUIRE(newest.SaveCheckpoint(CheckpointPath((dir / "checkpoints").string(), 9), {}).ok());
+
+  models::QNetwork loaded(4, 2, std::vector<int>{16, 16});
+  PolicyInfo info;
+  REQUIRE(LoadPolicy(best_path, loaded, &info).ok());
+  CHECK(info.updates == 3);
+  CHECK(info.env_steps == 1234);
+  CHECK(info.eval_return == 42.5);
+  const torch::Tensor probe = torch::randn({8, 4});
+  CHECK(torch::equal(loaded->forward(probe), kept.online()->forward(probe)));
+
+  auto evaluated = EvaluateBestPolicy(config, 3, 7, &path, &updates);
+  REQUIRE_MESSAGE(evaluated.ok(), evaluated.status().message());
+  CHECK(path == best_path);
+  CHECK(updates == 3);
+  auto direct = EvaluateGreedy(kept.online(), "CartPole-v1", 3, 7);
+  REQUIRE(direct.ok());
+  CHECK(evaluated->mean_return == direct->mean_return);
+
+  models::QNetwork wider(4, 2,
+                         std::vector<int>{32});  // Another model: refused with the file named.
+  const Status refused = LoadPolicy(best_path, wider, &info);
+  CHECK(refused.code() == StatusCode::kDataLoss);
+  CHECK(refused.message().find(best_path) != std::string::npos);
   fs::remove_all(dir);
 }
 
