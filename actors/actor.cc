@@ -108,10 +108,13 @@ Status RunActor(const core::Config& config, int actor_id, const std::atomic<bool
     }
   }
   const Status flushed = writer.Flush(/*timeout_seconds=*/2.0);
-  core::Log("actor %d: stopped after %lld steps, %lld transitions acked, %s%s", actor_id,
-            static_cast<long long>(actor.steps()),
-            static_cast<long long>(writer.acked_transitions()), DurabilitySummary(writer).c_str(),
-            flushed.ok() ? "" : (", " + flushed.message()).c_str());
+  core::Log(
+      "actor %d: stopped after %lld steps, %lld transitions acked, %s, %lld steps not sent (in "
+      "n-step windows or awaiting bootstrap values)%s",
+      actor_id, static_cast<long long>(actor.steps()),
+      static_cast<long long>(writer.acked_transitions()), DurabilitySummary(writer).c_str(),
+      static_cast<long long>(actor.transitions_waiting()),
+      flushed.ok() ? "" : (", " + flushed.message()).c_str());
   return Status::Ok();
 }
 

@@ -12,8 +12,28 @@ TransitionBuffer::TransitionBuffer(int obs_dim_in, int capacity)
       next_obs(static_cast<size_t>(capacity) * obs_dim_in),
       reward(capacity),
       discount(capacity),
+      q_taken(capacity),
       action(capacity),
       policy_version(capacity) {}
+
+void TransitionBuffer::DropFront(int rows) {
+  FERRY_CHECK(rows >= 0 && rows <= size);
+  const int kept = size - rows;
+  // std::copy allows the overlap: the destination starts before the source.
+  const auto move = [&](auto& column, size_t per_row) {
+    const auto first = column.begin() + rows * per_row;
+    std::copy(first, first + kept * per_row, column.begin());
+  };
+  const size_t per_obs = static_cast<size_t>(obs_dim);
+  move(obs, per_obs);
+  move(next_obs, per_obs);
+  move(reward, 1);
+  move(discount, 1);
+  move(q_taken, 1);
+  move(action, 1);
+  move(policy_version, 1);
+  size = kept;
+}
 
 NStepAccumulator::NStepAccumulator(int obs_dim, int n, double gamma)
     : obs_dim_(obs_dim),
@@ -21,6 +41,7 @@ NStepAccumulator::NStepAccumulator(int obs_dim, int n, double gamma)
       gamma_(gamma),
       obs_(static_cast<size_t>(n) * obs_dim),
       action_(n),
+      q_taken_(n),
       reward_(n),
       version_(n) {}
 
@@ -38,6 +59,7 @@ void NStepAccumulator::Emit(int steps, const float* next_obs, bool terminated,
               &out->obs[static_cast<size_t>(i) * obs_dim_]);
   std::copy_n(next_obs, obs_dim_, &out->next_obs[static_cast<size_t>(i) * obs_dim_]);
   out->action[i] = action_[head_];
+  out->q_taken[i] = q_taken_[head_];
   out->reward[i] = static_cast<float>(ret);
   out->discount[i] = terminated ? 0.f : static_cast<float>(discount);
   out->policy_version[i] = version_[head_];
@@ -45,12 +67,13 @@ void NStepAccumulator::Emit(int steps, const float* next_obs, bool terminated,
   --count_;
 }
 
-void NStepAccumulator::Push(const float* obs, int32_t action, float reward, const float* next_obs,
-                            bool terminated, bool truncated, int64_t policy_version,
-                            TransitionBuffer* out) {
+void NStepAccumulator::Push(const float* obs, int32_t action, float q_taken, float reward,
+                            const float* next_obs, bool terminated, bool truncated,
+                            int64_t policy_version, TransitionBuffer* out) {
   const int slot = (head_ + count_) % n_;
   std::copy_n(obs, obs_dim_, &obs_[static_cast<size_t>(slot) * obs_dim_]);
   action_[slot] = action;
+  q_taken_[slot] = q_taken;
   reward_[slot] = reward;
   version_[slot] = policy_version;
   ++count_;

@@ -37,9 +37,10 @@ Result<std::unique_ptr<VectorActor>> VectorActor::Create(const VectorActorOption
   std::unique_ptr<VectorActor> actor(new VectorActor(options, std::move(envs)));
   if (options.inference != Inference::kLibTorch && models::FastMlp::Available()) {
     models::FastMlp fast(*actor->net_);
-    const int largest = 2 * actor->buffer_.capacity();
+    const int num_envs = actor->num_envs();
     bool exact = true;
-    for (int batch : {actor->num_envs(), 2 * options.insert_batch, largest}) {
+    // Step's batches: E envs, plus up to E final observations of truncated episodes.
+    for (int batch : {num_envs, num_envs + 1, 2 * num_envs}) {
       exact = exact && models::ForwardMatchesLibTorch(*actor->net_, fast, batch, /*seed=*/batch);
     }
     if (exact) actor->fast_.emplace(std::move(fast));
@@ -64,10 +65,11 @@ VectorActor::VectorActor(const VectorActorOptions& options,
       rng_(options.seed),
       random_action_(0, num_actions_ - 1),
       nstep_(envs_.size(), NStepAccumulator(obs_dim_, options.n_step, options.gamma)),
-      buffer_(obs_dim_, options.insert_batch + static_cast<int>(envs_.size()) * options.n_step),
-      obs_(envs_.size() * obs_dim_),
+      buffer_(obs_dim_, options.insert_batch + 2 * static_cast<int>(envs_.size()) * options.n_step),
+      priorities_(buffer_.capacity()),
+      bootstrap_row_(buffer_.capacity()),
+      obs_(2 * envs_.size() * obs_dim_),
       next_obs_(obs_dim_),
-      priority_input_(2 * static_cast<size_t>(buffer_.capacity()) * obs_dim_),
       episode_return_(envs_.size(), 0.0) {
   net_->eval();
   for (size_t e = 0; e < envs_.size(); ++e) envs_[e]->Reset(&obs_[e * obs_dim_]);
@@ -81,23 +83,49 @@ const float* VectorActor::QValues(const float* obs, int batch) {
   return libtorch_q_.data_ptr<float>();
 }
 
+void VectorActor::CompleteRows(const float* q) {
+  for (int i = complete_; i < buffer_.size; ++i) {
+    float bootstrap = 0.f;
+    if (bootstrap_row_[i] >= 0) {
+      const float* next = q + static_cast<size_t>(bootstrap_row_[i]) * num_actions_;
+      bootstrap = *std::max_element(next, next + num_actions_);
+    }
+    const float target = buffer_.reward[i] + buffer_.discount[i] * bootstrap;
+    priorities_[i] = std::abs(target - buffer_.q_taken[i]) + priority_epsilon_;
+  }
+  complete_ = buffer_.size;
+}
+
 void VectorActor::Step() {
   const int num_envs = this->num_envs();
-  const float* q = QValues(obs_.data(), num_envs);
+  const float* q = QValues(obs_.data(), num_envs + truncated_rows_);
+  CompleteRows(q);
+  int truncated_rows = 0;
   for (int e = 0; e < num_envs; ++e) {
+    const float* row = q + static_cast<size_t>(e) * num_actions_;
     int action;
     if (uniform_(rng_) < epsilon_[e]) {
       action = random_action_(rng_);
     } else {
-      const float* row = q + static_cast<size_t>(e) * num_actions_;
       action = static_cast<int>(std::max_element(row, row + num_actions_) - row);
     }
     float* o = &obs_[static_cast<size_t>(e) * obs_dim_];
     const float action_value = static_cast<float>(action);
     const envs::StepResult r = envs_[e]->Step(&action_value, next_obs_.data());
     episode_return_[e] += r.reward;
-    nstep_[e].Push(o, action, r.reward, next_obs_.data(), r.terminated, r.truncated, version_,
-                   &buffer_);
+    const int first = buffer_.size;
+    nstep_[e].Push(o, action, row[action], r.reward, next_obs_.data(), r.terminated, r.truncated,
+                   version_, &buffer_);
+    // Where the emitted rows' max_a Q(next obs) will be in the next Step's Q-values.
+    int bootstrap_row = e;
+    if (r.terminated) {
+      bootstrap_row = -1;
+    } else if (r.truncated) {
+      bootstrap_row = num_envs + truncated_rows++;
+      std::copy(next_obs_.begin(), next_obs_.end(),
+                &obs_[static_cast<size_t>(bootstrap_row) * obs_dim_]);
+    }
+    std::fill(bootstrap_row_.begin() + first, bootstrap_row_.begin() + buffer_.size, bootstrap_row);
     if (r.terminated || r.truncated) {
       recent_returns_[episodes_++ % recent_returns_.size()] = episode_return_[e];
       episode_return_[e] = 0;
@@ -106,27 +134,16 @@ void VectorActor::Step() {
       std::copy(next_obs_.begin(), next_obs_.end(), o);
     }
   }
+  truncated_rows_ = truncated_rows;
   steps_ += num_envs;
 }
 
 InsertBatch VectorActor::TakeBatch() {
-  const int n = buffer_.size;
+  const int n = complete_;
   InsertBatch batch;
   batch.count = n;
   if (n == 0) return batch;
-  // One inference call over [obs; next obs], as LibTorch's cat of the two would be.
-  const size_t rows = static_cast<size_t>(n) * obs_dim_;
-  std::copy_n(buffer_.obs.data(), rows, priority_input_.data());
-  std::copy_n(buffer_.next_obs.data(), rows, priority_input_.data() + rows);
-  const float* q = QValues(priority_input_.data(), 2 * n);
-  batch.priorities.resize(n);
-  for (int i = 0; i < n; ++i) {
-    const float* next = q + static_cast<size_t>(n + i) * num_actions_;
-    const float best = *std::max_element(next, next + num_actions_);
-    const float target = buffer_.reward[i] + buffer_.discount[i] * best;
-    const float taken = q[static_cast<size_t>(i) * num_actions_ + buffer_.action[i]];
-    batch.priorities[i] = std::abs(target - taken) + priority_epsilon_;
-  }
+  batch.priorities.assign(priorities_.begin(), priorities_.begin() + n);
   batch.columns.resize(core::kNumTransitionColumns);
   batch.columns[core::kObs] = Bytes(buffer_.obs, n, obs_dim_);
   batch.columns[core::kAction] = Bytes(buffer_.action, n, 1);
@@ -134,7 +151,11 @@ InsertBatch VectorActor::TakeBatch() {
   batch.columns[core::kDiscount] = Bytes(buffer_.discount, n, 1);
   batch.columns[core::kNextObs] = Bytes(buffer_.next_obs, n, obs_dim_);
   batch.columns[core::kPolicyVersion] = Bytes(buffer_.policy_version, n, 1);
-  buffer_.Clear();
+  // The latest Step's rows, still without bootstrap values, move to the front.
+  std::copy(bootstrap_row_.begin() + n, bootstrap_row_.begin() + buffer_.size,
+            bootstrap_row_.begin());
+  buffer_.DropFront(n);
+  complete_ = 0;
   return batch;
 }
 
@@ -143,6 +164,12 @@ Status VectorActor::LoadWeights(int64_t version, const uint8_t* blob, size_t byt
   if (fast_) fast_->CopyWeights(*net_);
   version_ = version;
   return Status::Ok();
+}
+
+int64_t VectorActor::transitions_waiting() const {
+  int64_t waiting = buffer_.size;
+  for (const NStepAccumulator& nstep : nstep_) waiting += nstep.pending();
+  return waiting;
 }
 
 double VectorActor::RecentMeanReturn() const {

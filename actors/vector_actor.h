@@ -1,21 +1,37 @@
 // The acting half of an actor, everything but the network: E envs stepped
-// together behind one batched Q-network.
+// together behind one batched Q-network, as Ape-X actors run.
 //
-//   obs [E, obs_dim] -> Q [E, A] (one inference call) -> epsilon-greedy per env
-//     -> Env::Step x E -> n-step accumulators -> TransitionBuffer
-//   TakeBatch: the waiting transitions -> initial priorities |n-step TD error|
-//     under the same network (one inference call over obs and next obs)
-//     -> InsertBatch, as ReplayWriter::Write takes it
+//   Step t: [obs E rows; final obs of the envs truncated at t-1] -> Q (one
+//     inference call) -> the rows emitted at t-1 get their bootstrap values
+//     max_a Q(next obs) and so their priorities -> epsilon-greedy per env
+//     -> Env::Step x E -> n-step accumulators (each step with Q(obs, a))
+//     -> TransitionBuffer
+//   TakeBatch: the complete rows (every row but those of the latest Step)
+//     with initial priorities |r + discount * max_a Q(next obs) - Q(obs, a)|
+//     + priority_epsilon -> InsertBatch, as ReplayWriter::Write takes it
+//
+// No inference runs for priorities alone. Q(obs, a) is the acting Q-value of
+// the transition's first step, kept in the n-step ring. Its next observation
+// is one an env acts on at the following Step, except after a truncation,
+// where it is the final observation, which that Step's inference call takes as
+// an extra row; termination needs no bootstrap. So rows are complete one Step
+// after they are emitted, and TakeBatch keeps the rest. Weights loaded in
+// between (LoadWeights) make Q(obs, a), the bootstrap and the policy version
+// of one transition come from different versions; for an initial priority, a
+// guess the learner replaces after the first sample, that is fine (Ape-X's
+// actors do the same).
 //
 // Inference runs on models::FastMlp when it gives LibTorch's bits for this
-// network at the batch sizes this actor uses (E, and obs plus next obs of a
-// batch), checked once at construction; on LibTorch otherwise. The choice
-// needs no configuration; Inference forces one side for benchmarks and tests.
+// network at the batch sizes this actor uses (E to 2E rows; checked once at
+// construction at E, E + 1 and 2E); on LibTorch otherwise. The choice needs no configuration;
+// Inference forces one side for benchmarks and tests.
 //
 // Step and TakeBatch do no per-transition allocation: the n-step rings, the
-// transition buffer and the inference scratch are sized at construction, and
-// TakeBatch allocates the batch's columns once, since the writer keeps them
-// until the shard acks. Used from one thread.
+// transition buffer (insert_batch plus two Steps' rows, as each env emits up
+// to n_step rows a Step) and the inference input are sized at construction,
+// and TakeBatch allocates the batch's columns once, since the writer keeps
+// them until the shard acks. Call TakeBatch whenever batch_ready() after a
+// Step, or the buffer overflows (a checked abort). Used from one thread.
 #ifndef FERRY_ACTORS_VECTOR_ACTOR_H_
 #define FERRY_ACTORS_VECTOR_ACTOR_H_
 
@@ -70,9 +86,10 @@ class VectorActor {
 
   // One step of every env.
   void Step();
-  // Whether insert_batch or more transitions wait for TakeBatch.
-  bool batch_ready() const { return buffer_.size >= insert_batch_; }
-  // Every waiting transition, with priorities; none wait afterwards.
+  // Whether insert_batch or more complete transitions wait for TakeBatch.
+  bool batch_ready() const { return complete_ >= insert_batch_; }
+  // Every complete transition, with priorities, in the order the n-step
+  // accumulators emitted them; the latest Step's rows stay for the next.
   InsertBatch TakeBatch();
   // Acts with the weights in `blob` (models::ToBlob layout) from now on.
   Status LoadWeights(int64_t version, const uint8_t* blob, size_t bytes);
@@ -81,6 +98,10 @@ class VectorActor {
   int obs_dim() const { return obs_dim_; }
   int64_t policy_version() const { return version_; }
   int64_t steps() const { return steps_; }
+  // Env steps whose transitions TakeBatch has not handed over yet (in the
+  // n-step rings or the buffer): steps() is every transition handed over
+  // plus these.
+  int64_t transitions_waiting() const;
   bool fast_inference() const { return fast_.has_value(); }
   // Mean return of the last (up to 20) finished episodes; 0 before the first.
   double RecentMeanReturn() const;
@@ -89,6 +110,9 @@ class VectorActor {
   VectorActor(const VectorActorOptions& options, std::vector<std::unique_ptr<envs::Env>> envs);
   // Q-values [batch, num_actions] of `obs` [batch, obs_dim]; valid until the next call.
   const float* QValues(const float* obs, int batch);
+  // Gives the rows emitted by the last Step their priorities, from `q`, the
+  // Q-values of this Step's input.
+  void CompleteRows(const float* q);
 
   std::vector<std::unique_ptr<envs::Env>> envs_;
   int obs_dim_;
@@ -106,9 +130,16 @@ class VectorActor {
   std::uniform_int_distribution<int> random_action_;
   std::vector<NStepAccumulator> nstep_;
   TransitionBuffer buffer_;
-  std::vector<float> obs_;             // [E, obs_dim], the observation each env acts on.
-  std::vector<float> next_obs_;        // One env's.
-  std::vector<float> priority_input_;  // [2 * buffer capacity, obs_dim]: obs, then next obs.
+  int complete_ = 0;                // buffer_ rows [0, complete_) have priorities.
+  std::vector<float> priorities_;   // Per buffer_ row, once complete.
+  std::vector<int> bootstrap_row_;  // Per buffer_ row: its next obs's row in the next
+                                    // Step's input, or -1 (terminated: no bootstrap).
+  // [2E, obs_dim], the next Step's inference input: rows 0..E-1 the observation
+  // each env acts on, then the final observations of the envs truncated in the
+  // last Step (truncated_rows_ of them).
+  std::vector<float> obs_;
+  int truncated_rows_ = 0;
+  std::vector<float> next_obs_;  // One env's.
   std::vector<double> episode_return_;
   std::array<double, 20> recent_returns_{};
   int64_t episodes_ = 0;

@@ -8,9 +8,10 @@
 //   actor_steps  an actor's acting on one core, CartPole with the 2x64 MLP, for
 //              E = 1, 8, 32, 128 envs: actors::VectorActor::Step (one batched
 //              inference, Ape-X epsilon-greedy, Env::Step and Reset, n-step
-//              accumulation) and TakeBatch every insert_batch transitions
-//              (initial priorities by one more inference, the columns built as
-//              ReplayWriter::Write takes them, then dropped: no network send)
+//              accumulation, initial priorities from the acting Q-values) and
+//              TakeBatch every insert_batch complete transitions (the columns
+//              built as ReplayWriter::Write takes them, then dropped: no
+//              network send)
 //                fast inference (models::FastMlp) vs LibTorch, same weights;
 //                the inference calls alone, timed the same way, say where the
 //                time goes
@@ -251,7 +252,7 @@ void ActorStepsBench(const Settings& s, int num_envs) {
       .Add("model", "MLP 4-64-64-2")
       .Add("includes",
            "inference, Ape-X epsilon-greedy, Env::Step+Reset, 3-step accumulation, "
-           "TakeBatch per 64 transitions (priority inference, columns built); "
+           "priorities from acting Q-values, TakeBatch per 64 transitions (columns built); "
            "no send")
       .Add("value", f[0].cpu.median)
       .Add("unit", "env steps/s, per CPU second (one core)")

@@ -12,16 +12,17 @@ constexpr int kObsDim = 2;
 constexpr int kN = 3;
 constexpr double kGamma = 0.9;
 
-// Step t of an episode: obs_t = {t, -t}, action t % 2, reward t + 1,
-// policy version 100 + t, next observation obs_t+1.
+// Step t of an episode: obs_t = {t, -t}, action t % 2, Q(obs_t, a) = t / 4,
+// reward t + 1, policy version 100 + t, next observation obs_t+1.
 std::vector<float> Obs(int t) { return {static_cast<float>(t), static_cast<float>(-t)}; }
+float QTaken(int t) { return static_cast<float>(t) / 4; }
 
 void PushStep(NStepAccumulator& acc, int t, TransitionBuffer& out, bool terminated = false,
               bool truncated = false) {
   const std::vector<float> obs = Obs(t);
   const std::vector<float> next_obs = Obs(t + 1);
-  acc.Push(obs.data(), t % 2, static_cast<float>(t + 1), next_obs.data(), terminated, truncated,
-           100 + t, &out);
+  acc.Push(obs.data(), t % 2, QTaken(t), static_cast<float>(t + 1), next_obs.data(), terminated,
+           truncated, 100 + t, &out);
 }
 
 struct Expected {
@@ -37,6 +38,7 @@ void CheckTransition(const TransitionBuffer& out, int i, const Expected& e) {
   CHECK(out.obs[i * kObsDim] == static_cast<float>(e.first_step));
   CHECK(out.obs[i * kObsDim + 1] == static_cast<float>(-e.first_step));
   CHECK(out.action[i] == e.first_step % 2);
+  CHECK(out.q_taken[i] == QTaken(e.first_step));
   CHECK(out.policy_version[i] == 100 + e.first_step);
   CHECK(out.reward[i] == doctest::Approx(e.reward).epsilon(1e-6));
   CHECK(out.discount[i] == doctest::Approx(e.discount).epsilon(1e-6));
@@ -169,6 +171,7 @@ TEST_CASE("TransitionBuffer sizes its columns once and clears by count") {
   CHECK(out.obs.size() == 10);
   CHECK(out.next_obs.size() == 10);
   CHECK(out.action.size() == 5);
+  CHECK(out.q_taken.size() == 5);
   CHECK(out.policy_version.size() == 5);
   NStepAccumulator acc(kObsDim, kN, kGamma);
   PushStep(acc, 0, out, /*terminated=*/true);
@@ -176,6 +179,22 @@ TEST_CASE("TransitionBuffer sizes its columns once and clears by count") {
   out.Clear();
   CHECK(out.size == 0);
   CHECK(out.capacity() == 5);
+}
+
+TEST_CASE("TransitionBuffer drops handed-over rows and keeps the rest in order") {
+  NStepAccumulator acc(kObsDim, /*n=*/1, kGamma);
+  TransitionBuffer out(kObsDim, 8);
+  for (int t = 0; t < 5; ++t) PushStep(acc, t, out, /*terminated=*/t == 4);
+  REQUIRE(out.size == 5);
+  out.DropFront(3);
+  REQUIRE(out.size == 2);
+  CheckTransition(out, 0, {3, 4, 0.9, 4});
+  CheckTransition(out, 1, {4, 5, 0.0, 5});
+  out.DropFront(0);
+  CHECK(out.size == 2);
+  out.DropFront(2);
+  CHECK(out.size == 0);
+  CHECK(out.capacity() == 8);
 }
 
 }  // namespace

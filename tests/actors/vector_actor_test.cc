@@ -3,11 +3,15 @@
 #include <doctest/doctest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "core/experience.h"
@@ -58,11 +62,53 @@ std::unique_ptr<VectorActor> MakeActor(const VectorActorOptions& options) {
   return std::move(made).value();
 }
 
+models::QNetwork SeededNetwork(int obs_dim, int num_actions, uint64_t seed) {
+  torch::manual_seed(seed);
+  models::QNetwork net(obs_dim, num_actions, std::vector<int>{kHiddenWidth, kHiddenWidth});
+  net->eval();
+  return net;
+}
+
 // Weights of a seeded CartPole network, as the paramserver delivers them.
 std::vector<uint8_t> CartPoleWeights(uint64_t seed) {
-  torch::manual_seed(seed);
-  models::QNetwork net(4, 2, std::vector<int>{kHiddenWidth, kHiddenWidth});
-  return models::ToBlob(*net);
+  return models::ToBlob(*SeededNetwork(4, 2, seed));
+}
+
+template <typename T>
+std::vector<T> Column(const InsertBatch& batch, core::TransitionColumn column) {
+  std::vector<T> values(batch.columns[column].size() / sizeof(T));
+  std::memcpy(values.data(), batch.columns[column].data(), batch.columns[column].size());
+  return values;
+}
+
+// Checks that `batch`'s priorities are |r + discount * max_a Q(next obs) -
+// Q(obs, a)| + priority_epsilon, recomputed from its columns through LibTorch.
+// Close, not equal: a batch size of its own may round differently.
+void CheckPriorities(const InsertBatch& batch, models::QNetwork& net, int obs_dim,
+                     float priority_epsilon) {
+  std::vector<float> obs = Column<float>(batch, core::kObs);
+  std::vector<float> next_obs = Column<float>(batch, core::kNextObs);
+  const std::vector<int32_t> action = Column<int32_t>(batch, core::kAction);
+  const std::vector<float> reward = Column<float>(batch, core::kReward);
+  const std::vector<float> discount = Column<float>(batch, core::kDiscount);
+  torch::NoGradGuard no_grad;
+  const torch::Tensor q = net->forward(torch::from_blob(obs.data(), {batch.count, obs_dim}));
+  const torch::Tensor next_q =
+      net->forward(torch::from_blob(next_obs.data(), {batch.count, obs_dim}));
+  const torch::Tensor taken =
+      q.gather(
+           1,
+           torch::tensor(std::vector<int64_t>(action.begin(), action.end())).view({batch.count, 1}))
+          .view({batch.count});
+  const torch::Tensor best = std::get<0>(next_q.max(1));
+  REQUIRE(batch.priorities.size() == static_cast<size_t>(batch.count));
+  for (int i = 0; i < batch.count; ++i) {
+    CAPTURE(i);
+    const double expected =
+        std::abs(reward[i] + discount[i] * best[i].item<float>() - taken[i].item<float>()) +
+        priority_epsilon;
+    CHECK(batch.priorities[i] == doctest::Approx(expected).epsilon(1e-5));
+  }
 }
 
 TEST_CASE("VectorActor picks the fast inference path for a CartPole MLP on its own") {
@@ -124,6 +170,92 @@ TEST_CASE("TakeBatch hands over n-step transitions with the policy version and p
   for (int64_t v : versions) CHECK(v == 42);
   REQUIRE(batch.priorities.size() == static_cast<size_t>(batch.count));
   for (float p : batch.priorities) CHECK(p >= 1e-3f);
+}
+
+TEST_CASE("Priorities are the n-step TD errors under the acting network, at terminations too") {
+  VectorActorOptions options = CartPoleOptions(8, Inference::kAuto);
+  auto actor = MakeActor(options);
+  models::QNetwork net = SeededNetwork(4, 2, /*seed=*/3);
+  const std::vector<uint8_t> blob = models::ToBlob(*net);
+  REQUIRE(actor->LoadWeights(1, blob.data(), blob.size()).ok());
+  int terminal = 0;
+  int bootstrapped = 0;
+  for (int step = 0; step < 400; ++step) {
+    actor->Step();
+    if (!actor->batch_ready()) continue;
+    const InsertBatch batch = actor->TakeBatch();
+    CheckPriorities(batch, net, 4, static_cast<float>(options.priority_epsilon));
+    for (float d : Column<float>(batch, core::kDiscount)) (d == 0.f ? terminal : bootstrapped)++;
+  }
+  CHECK(terminal >= 50);
+  CHECK(bootstrapped >= 1000);
+}
+
+TEST_CASE("Transitions cut by a time limit bootstrap from the final observation") {
+  // MountainCar truncates after 200 steps; a random network rarely reaches the goal first.
+  VectorActorOptions options = CartPoleOptions(4, Inference::kAuto);
+  options.env_id = "MountainCar-v0";
+  for (Inference inference : {Inference::kAuto, Inference::kLibTorch}) {
+    options.inference = inference;
+    auto actor = MakeActor(options);
+    models::QNetwork net = SeededNetwork(2, 3, /*seed=*/4);
+    const std::vector<uint8_t> blob = models::ToBlob(*net);
+    REQUIRE(actor->LoadWeights(1, blob.data(), blob.size()).ok());
+    int truncated = 0;
+    for (int step = 0; step < 450; ++step) {
+      actor->Step();
+      if (!actor->batch_ready()) continue;
+      const InsertBatch batch = actor->TakeBatch();
+      CheckPriorities(batch, net, 2, static_cast<float>(options.priority_epsilon));
+      // Discounts gamma and gamma^2 (of 3 steps) come only from truncation flushes.
+      for (float d : Column<float>(batch, core::kDiscount)) truncated += d > 0.975f;
+    }
+    // Every env truncated twice: two flushes of two such rows each.
+    CHECK(truncated >= 2 * 2 * options.env_seeds.size() - 4);
+  }
+}
+
+TEST_CASE("Every env step is handed over once, in order, with its priority") {
+  for (int num_envs : {1, 8}) {
+    CAPTURE(num_envs);
+    VectorActorOptions options = CartPoleOptions(num_envs, Inference::kAuto);
+    auto actor = MakeActor(options);
+    models::QNetwork net = SeededNetwork(4, 2, /*seed=*/5);
+    const std::vector<uint8_t> blob = models::ToBlob(*net);
+    REQUIRE(actor->LoadWeights(1, blob.data(), blob.size()).ok());
+    std::vector<float> obs, next_obs, discount;
+    int64_t handed = 0;
+    for (int step = 0; step < 2400 / num_envs; ++step) {
+      actor->Step();
+      CHECK(handed + actor->transitions_waiting() == actor->steps());
+      if (!actor->batch_ready()) continue;
+      const InsertBatch batch = actor->TakeBatch();
+      CheckPriorities(batch, net, 4, static_cast<float>(options.priority_epsilon));
+      handed += batch.count;
+      for (float x : Column<float>(batch, core::kObs)) obs.push_back(x);
+      for (float x : Column<float>(batch, core::kNextObs)) next_obs.push_back(x);
+      for (float x : Column<float>(batch, core::kDiscount)) discount.push_back(x);
+    }
+    CHECK(handed + actor->transitions_waiting() == actor->steps());
+    CHECK(handed >= actor->steps() - num_envs * 2 * options.n_step - options.insert_batch);
+    // No observation twice: CartPole's states are continuous, so none repeats.
+    std::set<std::string> seen;
+    for (int64_t i = 0; i < handed; ++i) {
+      seen.emplace(reinterpret_cast<const char*>(&obs[i * 4]), 4 * sizeof(float));
+    }
+    CHECK(seen.size() == static_cast<size_t>(handed));
+    if (num_envs > 1) continue;
+    // One env's rows are its steps in order: a mid-episode row's next obs is
+    // the obs of the row n_step later.
+    int chained = 0;
+    for (int64_t i = 0; i + options.n_step < handed; ++i) {
+      if (discount[i] == 0.f) continue;
+      CAPTURE(i);
+      CHECK(std::equal(&next_obs[i * 4], &next_obs[i * 4] + 4, &obs[(i + options.n_step) * 4]));
+      ++chained;
+    }
+    CHECK(chained >= handed / 2);
+  }
 }
 
 TEST_CASE("Weights of another architecture are refused and the actor keeps its version") {
