@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Learning results beside RL Baselines3 Zoo's DQN table, and how ferry scales.
 #
-#   table     each tuned config (configs/<env>.yaml) for every seed at the Zoo's env-step
-#             budget; the run's final policy is evaluated greedily on 100 fresh episodes
+#   table     each tuned config (configs/<env>.yaml; CartPole: configs/cartpole_zoo.yaml) for
+#             every seed at the Zoo's env-step budget; the run's final policy and the one its
+#             best periodic evaluation kept are evaluated greedily on 100 fresh episodes
 #   baseline  per env and seed, the config as it is ("paired") and then as one actor with
 #             one env, one shard and one learner rank: the single-process DQN that ferry's
 #             wall-clock time is compared with, back to back so both see the same machine
@@ -40,6 +41,9 @@ declare -A env_id=([cartpole]=CartPole-v1 [acrobot]=Acrobot-v1 [mountaincar]=Mou
 declare -A reference=([cartpole]=500.0 [acrobot]=-76.6 [mountaincar]=-100.8 [lunarlander]=154.4)
 declare -A budget=([cartpole]=50000 [acrobot]=100000 [mountaincar]=120000 [lunarlander]=100000)
 declare -A threshold=([cartpole]=475 [acrobot]=-100 [mountaincar]=-110 [lunarlander]=150)
+# The tuned configs (configs/cartpole.yaml is the quick start `make run` starts).
+declare -A config=([cartpole]=configs/cartpole_zoo.yaml [acrobot]=configs/acrobot.yaml
+                   [mountaincar]=configs/mountaincar.yaml [lunarlander]=configs/lunarlander.yaml)
 
 # A config value, e.g. yaml_value configs/acrobot.yaml capacity.
 yaml_value() { sed -nE "s/^ +$2: *([^ #]+).*/\1/p" "$1" | head -n1; }
@@ -64,7 +68,7 @@ run() {
   local start end code
   start=$(date +%s.%N)
   set +e
-  "$build/ferry" run "configs/$env.yaml" --set seed="$seed" --set run.dir="$dir" \
+  "$build/ferry" run "${config[$env]}" --set seed="$seed" --set run.dir="$dir" \
     --set stop.max_seconds=3600 "$@" >"$runs/$name.log" 2>&1
   code=$?
   set -e
@@ -104,6 +108,11 @@ run() {
     "$(field time)" "$(field env_steps)" "$(field updates)" "$(field end)"
   printf '"final_eval_return": %s, "final_eval_std": %s, "best_eval_return": %s, ' \
     "${final:-null}" "${final_std:-null}" "$(field best_eval_return)"
+  local selected selected_updates
+  selected=$(field selected_eval_return)
+  selected_updates=$(field selected_updates)
+  printf '"selected_eval_return": %s, "selected_updates": %s, ' \
+    "${selected:-null}" "${selected_updates:-null}"
   printf '"actors": %s, "ranks": %s, "wait_replay_s": %s, "compute_s": %s, "allreduce_s": %s, %s}\n' \
     "$(yaml_value "$dir/config.yaml" count)" "$(yaml_value "$dir/config.yaml" ranks)" \
     "$(pfield wait_replay_s)" "$(pfield compute_s)" "$(pfield allreduce_s)" "$cpu_roles"
@@ -124,7 +133,7 @@ for part in $parts; do
     baseline)
       for env in $envs; do
         # One shard holding what the config's shards hold together.
-        capacity=$(( $(yaml_value "configs/$env.yaml" capacity) * $(yaml_value "configs/$env.yaml" shards) ))
+        capacity=$(( $(yaml_value "${config[$env]}" capacity) * $(yaml_value "${config[$env]}" shards) ))
         for seed in $baseline_seeds; do
           # shellcheck disable=SC2046
           run paired "$env" "$seed" "$env-paired-s$seed" $(budget_sets "$env") >>"$results/runs.jsonl"
@@ -174,6 +183,15 @@ function t95(df,   t) {  # Two-sided 95% Student t quantiles.
   split("12.71 4.30 3.18 2.78 2.57 2.45 2.36 2.31 2.26", t, " ")
   return df >= 1 && df <= 9 ? t[df] : 1.96
 }
+# "mean ± sd | [lo, hi]" over `count` values with this sum and sum of squares, and in
+# met[0] whether the mean reaches `target`.
+function summary(total, squares, count, target, met,   mean, sd, ci) {
+  mean = total / count
+  sd = count > 1 ? sqrt((squares - count * mean ^ 2) / (count - 1)) : 0
+  ci = count > 1 ? t95(count - 1) * sd / sqrt(count) : 0
+  met[0] = mean >= target ? "yes" : "**no**"
+  return sprintf("%.1f ± %.1f | [%.1f, %.1f]", mean, sd, mean - ci, mean + ci)
+}
 function median(list,   a, n, i, j, t) {
   n = split(list, a, " ")
   for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
@@ -194,8 +212,13 @@ BEGIN {
   if (r["kind"] == "table" && r["final_eval_return"] != "null") {
     n[e]++; sum[e] += r["final_eval_return"]; sq[e] += r["final_eval_return"] ^ 2
     per_seed[e] = per_seed[e] sprintf("%s%.1f", per_seed[e] == "" ? "" : ", ", r["final_eval_return"])
-    best[e] = best[e] " " r["best_eval_return"]; wall[e] = wall[e] " " r["wall_s"]
+    wall[e] = wall[e] " " r["wall_s"]
     rate[e] = rate[e] " " r["env_steps"] / r["learner_s"]
+    v = r["selected_eval_return"]
+    if (v != "" && v != "null") {
+      sel_n[e]++; sel_sum[e] += v; sel_sq[e] += v ^ 2
+      sel_seed[e] = sel_seed[e] sprintf("%s%.1f", sel_seed[e] == "" ? "" : ", ", v)
+    }
   }
   if (r["kind"] == "baseline" && r["final_eval_return"] != "null") {
     bn[e]++; bsum[e] += r["final_eval_return"]; bwall[e] = bwall[e] " " r["wall_s"]
@@ -234,29 +257,33 @@ END {
   print ""
   print "## Against RL Baselines3 Zoo (DQN), at the Zoo'"'"'s env-step budget"
   print ""
-  print "Each seed runs `configs/<env>.yaml` until the budget is spent; the policy it ends with is then"
-  print "evaluated greedily on 100 fresh episodes (seeds no periodic evaluation used). The return is the"
-  print "mean over seeds of those 100-episode means, ± the sample standard deviation across seeds, with"
-  print "a 95% Student-t confidence interval. Best periodic is the median over seeds of the best periodic"
-  print "evaluation (`learner.eval_episodes` episodes, always the same start states): it flatters, and"
-  print "is shown only beside."
+  print "Each seed runs its env'"'"'s tuned config (`configs/<env>.yaml`; CartPole: `configs/cartpole_zoo.yaml`)"
+  print "until the budget is spent. Two policies of each run are then evaluated greedily on the same 100"
+  print "fresh episodes (env seeds no periodic evaluation used): the *final* policy, the one the run ends"
+  print "with, and the *selected* policy, the one the learner kept at its best periodic evaluation"
+  print "(`learner.eval_episodes` episodes every `learner.eval_period` updates, always the same start"
+  print "states; `checkpoints/best-policy.pt`, as Stable-Baselines3'"'"'s EvalCallback keeps a best model)."
+  print "A return is the mean over seeds of those 100-episode means, ± the sample standard deviation"
+  print "across seeds, with a 95% Student-t confidence interval."
   print ""
-  print "| env | Zoo return | budget (env steps) | ferry return (final, 100 eps) | 95% CI | seeds | met? | best periodic (median) | wall-clock (median) | env steps/s (median) |"
-  print "|---|---|---|---|---|---|---|---|---|---|"
+  print "| env | Zoo return | budget (env steps) | final policy | 95% CI | met? | selected policy | 95% CI | met? | seeds | wall-clock (median) | env steps/s (median) |"
+  print "|---|---|---|---|---|---|---|---|---|---|---|---|"
   for (i = 1; i <= n_refs; i++) {
     e = order[i]
     if (!n[e]) continue
-    mean = sum[e] / n[e]
-    sd = n[e] > 1 ? sqrt((sq[e] - n[e] * mean ^ 2) / (n[e] - 1)) : 0
-    ci = n[e] > 1 ? t95(n[e] - 1) * sd / sqrt(n[e]) : 0
-    printf "| %s | %s | %dk | %.1f ± %.1f | [%.1f, %.1f] | %d | %s | %.1f | %.0f s | %.0f |\n", id[e], ref[e], bud[e] / 1000,
-           mean, sd, mean - ci, mean + ci, n[e], (mean >= ref[e] ? "yes" : "**no**"), median(best[e]),
+    final_cells = summary(sum[e], sq[e], n[e], ref[e], final_met)
+    selected_cells = sel_n[e] ? summary(sel_sum[e], sel_sq[e], sel_n[e], ref[e], selected_met) : "- | -"
+    printf "| %s | %s | %dk | %s | %s | %s | %s | %d | %.0f s | %.0f |\n", id[e], ref[e], bud[e] / 1000,
+           final_cells, final_met[0], selected_cells, (sel_n[e] ? selected_met[0] : "-"), n[e],
            median(wall[e]), median(rate[e])
   }
   print ""
-  print "Per seed (final 100-episode mean return, seeds in order):"
+  print "Per seed (100-episode mean returns, seeds in order):"
   print ""
-  for (i = 1; i <= n_refs; i++) { e = order[i]; if (n[e]) printf "- %s: %s\n", id[e], per_seed[e] }
+  for (i = 1; i <= n_refs; i++) {
+    e = order[i]
+    if (n[e]) printf "- %s: final %s; selected %s\n", id[e], per_seed[e], (sel_n[e] ? sel_seed[e] : "-")
+  }
   print ""
   print "## Against a single-process DQN: one actor, one env, one shard, one learner rank"
   print ""
