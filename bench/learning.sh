@@ -222,10 +222,12 @@ BEGIN {
   }
   if (r["kind"] == "baseline" && r["final_eval_return"] != "null") {
     bn[e]++; bsum[e] += r["final_eval_return"]; bwall[e] = bwall[e] " " r["wall_s"]
+    bsel[e] += r["selected_eval_return"]
     bupd[e] = bupd[e] " " r["updates"] / r["learner_s"]
   }
   if (r["kind"] == "paired" && r["final_eval_return"] != "null") {
     pn[e]++; psum[e] += r["final_eval_return"]; pwall[e] = pwall[e] " " r["wall_s"]
+    psel[e] += r["selected_eval_return"]
     pupd[e] = pupd[e] " " r["updates"] / r["learner_s"]
   }
   if (r["kind"] == "scaling") {
@@ -253,7 +255,8 @@ END {
   print "OpenBLAS (1 thread per process)."
   print "Every figure below is measured in that run; the Zoo numbers are quoted from RL Baselines3 Zoo'"'"'s"
   print "DQN `benchmark.md`. Reproduce: `make build && bench/learning.sh` (about 90 minutes on 2 cores);"
-  print "`ferry eval RUN_DIR` repeats any run'"'"'s final evaluation from its last checkpoint."
+  print "`ferry eval RUN_DIR` repeats any run'"'"'s final evaluation from its last checkpoint, `ferry eval"
+  print "RUN_DIR --best` that of its selected policy."
   print ""
   print "## Against RL Baselines3 Zoo (DQN), at the Zoo'"'"'s env-step budget"
   print ""
@@ -290,16 +293,17 @@ END {
   print "Per env and seed, the config as it is and then the same config as `actors.count=1"
   print "actors.envs_per_actor=1 learner.ranks=1 replay.shards=1` (the shard holding the whole buffer),"
   print "back to back, at the same budget. Wall-clock is from `ferry run` start to exit, including"
-  print "start-up and the final evaluation; speed-up is baseline time / ferry time (above 1: ferry faster)."
+  print "start-up and the final evaluation; speed-up is baseline time / ferry time (above 1: ferry faster),"
+  print "of the medians over seeds. Returns are means over seeds, final / selected policy."
   print ""
   print "| env | seeds | ferry return | baseline return | ferry wall-clock | baseline wall-clock | ferry updates/s | baseline updates/s | speed-up |"
   print "|---|---|---|---|---|---|---|---|---|"
   for (i = 1; i <= n_refs; i++) {
     e = order[i]
     if (!bn[e] || !pn[e]) continue
-    printf "| %s | %d | %.1f | %.1f | %.0f s | %.0f s | %.0f | %.0f | %.2fx |\n", id[e], bn[e], psum[e] / pn[e],
-           bsum[e] / bn[e], median(pwall[e]), median(bwall[e]), median(pupd[e]), median(bupd[e]),
-           median(bwall[e]) / median(pwall[e])
+    printf "| %s | %d | %.1f / %.1f | %.1f / %.1f | %.0f s | %.0f s | %.0f | %.0f | %.2fx |\n", id[e], bn[e],
+           psum[e] / pn[e], psel[e] / pn[e], bsum[e] / bn[e], bsel[e] / bn[e], median(pwall[e]),
+           median(bwall[e]), median(pupd[e]), median(bupd[e]), median(bwall[e]) / median(pwall[e])
   }
   print ""
   print "## Scaling: time to the threshold with more actors and learner ranks"
