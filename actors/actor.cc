@@ -82,7 +82,7 @@ Status RunActor(const core::Config& config, int actor_id, const std::atomic<bool
   int64_t steps_at_report = 0;
   while (!stop.load()) {
     if (auto blob = weights.Take()) {
-      Status loaded = actor.LoadWeights(blob->version, blob->bytes.data(), blob->bytes.size());
+      Status loaded = actor.LoadWeights(blob->version, blob->data(), blob->size());
       if (!loaded.ok()) return loaded;
     }
     actor.Step();

@@ -15,6 +15,14 @@ namespace ferry::core {
 // Extends `crc` (0 for a fresh checksum) over `size` bytes.
 uint32_t Crc32c(uint32_t crc, const void* data, size_t size);
 
+// Checksums of concatenations from the parts' checksums, reading no data (O(log size_b)),
+// where crc_a = Crc32c(0, A) and crc_b = Crc32c(0, B):
+//   Crc32cConcat(crc_a, crc_b, |B|)   = Crc32c(0, A B)
+//   Crc32cSuffix(crc_ab, crc_a, |B|)  = crc_b, given crc_ab = Crc32c(0, A B)
+// So a message whose parts' checksums are known is checked or labelled without another pass.
+uint32_t Crc32cConcat(uint32_t crc_a, uint32_t crc_b, uint64_t size_b);
+uint32_t Crc32cSuffix(uint32_t crc_ab, uint32_t crc_a, uint64_t size_b);
+
 namespace internal {
 
 // The slower paths, for tests and benchmarks that compare Crc32c with them.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 
 #include "core/crc32c.h"
 
@@ -17,7 +18,7 @@ bool KnownType(uint16_t t) {
 }
 
 Header MakeHeader(MessageType type, uint32_t sender, uint64_t sequence,
-                  const std::vector<zmq::message_t>& payload) {
+                  const std::vector<zmq::message_t>& payload, std::optional<uint32_t> payload_crc) {
   Header h;
   h.type = type;
   h.sender = sender;
@@ -26,12 +27,21 @@ Header MakeHeader(MessageType type, uint32_t sender, uint64_t sequence,
   uint32_t crc = 0;
   for (const auto& frame : payload) {
     bytes += frame.size();
-    crc = Crc32c(crc, frame.data(), frame.size());
+    if (!payload_crc) crc = Crc32c(crc, frame.data(), frame.size());
   }
   FERRY_CHECK(bytes <= UINT32_MAX);
   h.payload_bytes = static_cast<uint32_t>(bytes);
-  h.crc32c = crc;
+  h.crc32c = payload_crc.value_or(crc);
   return h;
+}
+
+// A frame that reads `size` bytes at `data` inside *owner and keeps *owner alive.
+zmq::message_t View(const std::shared_ptr<zmq::message_t>& owner, const uint8_t* data,
+                    size_t size) {
+  auto* keep = new std::shared_ptr<zmq::message_t>(owner);
+  return zmq::message_t(
+      const_cast<uint8_t*>(data), size,
+      [](void*, void* hint) { delete static_cast<std::shared_ptr<zmq::message_t>*>(hint); }, keep);
 }
 
 Status ValidateHeader(const Header& h) {
@@ -69,8 +79,9 @@ const char* MessageTypeName(MessageType type) {
 }
 
 void Send(zmq::socket_t& socket, MessageType type, uint32_t sender, uint64_t sequence,
-          std::vector<zmq::message_t> payload, const zmq::message_t* routing_id) {
-  const Header h = MakeHeader(type, sender, sequence, payload);
+          std::vector<zmq::message_t> payload, const zmq::message_t* routing_id,
+          std::optional<uint32_t> payload_crc) {
+  const Header h = MakeHeader(type, sender, sequence, payload, payload_crc);
   if (routing_id != nullptr) {
     socket.send(zmq::const_buffer(routing_id->data(), routing_id->size()), zmq::send_flags::sndmore);
   }
@@ -146,9 +157,10 @@ std::string ErrorText(const Message& message) {
 }
 
 zmq::message_t Pack(MessageType type, uint32_t sender, uint64_t sequence,
-                    const std::vector<zmq::message_t>& payload) {
+                    const std::vector<zmq::message_t>& payload,
+                    std::optional<uint32_t> payload_crc) {
   // Layout: header, frame count (u32), each frame's size (u64), frame bytes.
-  const Header h = MakeHeader(type, sender, sequence, payload);
+  const Header h = MakeHeader(type, sender, sequence, payload, payload_crc);
   size_t total = kHeaderBytes + 4 + 8 * payload.size() + h.payload_bytes;
   zmq::message_t packed(total);
   auto* p = packed.data<uint8_t>();
@@ -169,9 +181,10 @@ zmq::message_t Pack(MessageType type, uint32_t sender, uint64_t sequence,
   return packed;
 }
 
-Result<Message> Unpack(const zmq::message_t& packed) {
-  const auto* p = packed.data<uint8_t>();
-  size_t left = packed.size();
+Result<Message> Unpack(zmq::message_t packed_message) {
+  const auto packed = std::make_shared<zmq::message_t>(std::move(packed_message));
+  const auto* p = packed->data<uint8_t>();
+  size_t left = packed->size();
   if (left < kHeaderBytes + 4) return InvalidArgument("packed message truncated");
   std::vector<zmq::message_t> frames;
   frames.emplace_back(p, kHeaderBytes);
@@ -188,7 +201,7 @@ Result<Message> Unpack(const zmq::message_t& packed) {
   left -= 8ull * count;
   for (uint64_t size : sizes) {
     if (size > left) return InvalidArgument("packed message truncated");
-    frames.emplace_back(p, size);
+    frames.push_back(View(packed, p, size));
     p += size;
     left -= size;
   }

@@ -14,6 +14,7 @@
 
 #include <cereal/archives/binary.hpp>
 #include <cstdint>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -66,8 +67,12 @@ struct Message {
 
 // Fills in the header's length and checksum and sends header + payload as one
 // multipart message (after `routing_id` when the socket is a ROUTER).
+// `payload_crc`, when given, is the payload's checksum (Crc32c over its frames
+// in order) as the caller already knows it, e.g. from a weight blob's checksum
+// by Crc32cConcat; it is used as is, saving a pass over the bytes.
 void Send(zmq::socket_t& socket, MessageType type, uint32_t sender, uint64_t sequence,
-          std::vector<zmq::message_t> payload, const zmq::message_t* routing_id = nullptr);
+          std::vector<zmq::message_t> payload, const zmq::message_t* routing_id = nullptr,
+          std::optional<uint32_t> payload_crc = std::nullopt);
 
 // zmq::poll that treats a signal's interruption (EINTR) as "nothing ready",
 // so a SIGTERM reaches the caller's stop flag instead of an exception.
@@ -86,9 +91,12 @@ std::string ErrorText(const Message& message);
 
 // Packs a whole message into one frame and back: the form used on PUB/SUB,
 // where ZMQ_CONFLATE ("latest only") works on single-frame messages.
+// `payload_crc` as for Send. Unpack copies nothing: the frames it returns are
+// views of `packed`, which lives on until the last of them is gone.
 zmq::message_t Pack(MessageType type, uint32_t sender, uint64_t sequence,
-                    const std::vector<zmq::message_t>& payload);
-Result<Message> Unpack(const zmq::message_t& packed);
+                    const std::vector<zmq::message_t>& payload,
+                    std::optional<uint32_t> payload_crc = std::nullopt);
+Result<Message> Unpack(zmq::message_t packed);
 
 template <typename T>
 zmq::message_t EncodeMeta(const T& meta) {

@@ -17,19 +17,20 @@ namespace {
 constexpr int kPublishWaitMs = 50;
 
 // Checks a Weights message and returns its blob; counts a bad one in `rejected`.
-std::optional<WeightsBlob> ReadWeights(const Result<Message>& m, int64_t newer_than,
-                                       int64_t* rejected) {
-  if (!m.ok() || m->header.type != MessageType::kWeights) return std::nullopt;
+std::optional<WeightsBlob> ReadWeights(Result<Message> m, int64_t newer_than, int64_t* rejected) {
+  if (!m.ok()) {  // Damaged on the way (its wire checksum) or not a ferry message.
+    ++*rejected;
+    return std::nullopt;
+  }
+  if (m->header.type != MessageType::kWeights) return std::nullopt;
   WeightsMeta meta;
   if (!core::DecodeMeta(*m, &meta).ok() || m->payload.size() != 2 ||
-      m->payload[1].size() != meta.bytes ||
-      core::Crc32c(0, m->payload[1].data(), m->payload[1].size()) != meta.checksum) {
+      m->payload[1].size() != meta.bytes || BlobChecksum(*m) != meta.checksum) {
     ++*rejected;
     return std::nullopt;
   }
   if (meta.version <= newer_than) return std::nullopt;
-  const auto* p = m->payload[1].data<uint8_t>();
-  return WeightsBlob{meta.version, std::vector<uint8_t>(p, p + meta.bytes), meta.checksum};
+  return WeightsBlob{meta.version, meta.checksum, std::move(m->payload[1])};
 }
 
 }  // namespace
@@ -61,8 +62,9 @@ void WeightsPublisher::Publish(int64_t version, const void* data, size_t bytes) 
   std::vector<zmq::message_t> payload;
   payload.push_back(core::EncodeMeta(meta));
   payload.emplace_back(data, bytes);
+  const uint32_t payload_crc = PayloadChecksum(payload[0], meta);
   core::Send(socket_, MessageType::kPublishWeights, 0, static_cast<uint64_t>(version),
-             std::move(payload));
+             std::move(payload), nullptr, payload_crc);
 }
 
 void WeightsPublisher::DrainReplies() {
@@ -117,7 +119,7 @@ std::optional<WeightsBlob> WeightsSubscriber::Poll() {
   };
   zmq::message_t packed;
   while (sub_.recv(packed, zmq::recv_flags::dontwait)) {
-    take(ReadWeights(core::Unpack(packed), version_, &rejected_));
+    take(ReadWeights(core::Unpack(std::move(packed)), version_, &rejected_));
   }
   while (true) {
     auto frames = core::ReceiveFrames(dealer_);

@@ -23,8 +23,10 @@ namespace ferry::paramserver {
 
 struct WeightsBlob {
   int64_t version = -1;
-  std::vector<uint8_t> bytes;
-  uint32_t checksum = 0;  // CRC32C of bytes, verified on receipt.
+  uint32_t checksum = 0;  // CRC32C of the bytes, verified on receipt.
+  zmq::message_t frame;   // The bytes as received: a view of the message, not a copy.
+  const uint8_t* data() const { return frame.data<uint8_t>(); }
+  size_t size() const { return frame.size(); }
 };
 
 class WeightsPublisher {
@@ -56,7 +58,7 @@ class WeightsSubscriber {
   zmq::socket_t dealer_;
   zmq::socket_t sub_;
   int64_t version_ = -1;
-  int64_t rejected_ = 0;  // Blobs that failed their checksum.
+  int64_t rejected_ = 0;  // Messages that failed a checksum or did not decode.
   uint64_t next_sequence_ = 1;
 };
 

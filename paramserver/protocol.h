@@ -7,6 +7,10 @@
 #define FERRY_PARAMSERVER_PROTOCOL_H_
 
 #include <cstdint>
+#include <zmq.hpp>
+
+#include "core/crc32c.h"
+#include "core/wire.h"
 
 namespace ferry::paramserver {
 
@@ -27,6 +31,21 @@ struct FetchMeta {
   template <class Archive>
   void serialize(Archive& ar) { ar(have_version); }
 };
+
+// A blob is checksummed once, where it is made (WeightsMeta::checksum); every hop
+// after that derives one checksum from the other instead of reading the blob again.
+// The header checksum of a [meta, blob] payload, reading only the meta frame:
+inline uint32_t PayloadChecksum(const zmq::message_t& meta_frame, const WeightsMeta& meta) {
+  return core::Crc32cConcat(core::Crc32c(0, meta_frame.data(), meta_frame.size()), meta.checksum,
+                            meta.bytes);
+}
+// The blob's checksum in a decoded [meta, blob] message, from its header checksum
+// (which core::Decode verified over the bytes received):
+inline uint32_t BlobChecksum(const core::Message& m) {
+  const zmq::message_t& meta_frame = m.payload[0];
+  return core::Crc32cSuffix(m.header.crc32c, core::Crc32c(0, meta_frame.data(), meta_frame.size()),
+                            m.payload[1].size());
+}
 
 }  // namespace ferry::paramserver
 

@@ -2,7 +2,6 @@
 
 #include <optional>
 
-#include "core/crc32c.h"
 #include "core/curve.h"
 #include "core/log.h"
 #include "paramserver/client.h"
@@ -52,10 +51,9 @@ void ParamServer::Serve(const std::atomic<bool>& stop) {
       if (auto blob = upstream->Poll()) {
         WeightsMeta meta;
         meta.version = blob->version;
-        meta.bytes = blob->bytes.size();
+        meta.bytes = blob->size();
         meta.checksum = blob->checksum;  // Verified by the subscriber.
-        zmq::message_t bytes(blob->bytes.data(), blob->bytes.size());
-        Adopt(meta, bytes);
+        Adopt(meta, blob->frame);
       }
     }
     if (!(item.revents & ZMQ_POLLIN)) continue;
@@ -97,7 +95,7 @@ Status ParamServer::HandlePublish(const zmq::message_t& routing_id, Message& m) 
   if (m.payload.size() != 2 || m.payload[1].size() != meta.bytes) {
     return InvalidArgument("PublishWeights: blob size does not match its metadata");
   }
-  if (core::Crc32c(0, m.payload[1].data(), m.payload[1].size()) != meta.checksum) {
+  if (BlobChecksum(m) != meta.checksum) {
     return InvalidArgument("PublishWeights: blob checksum mismatch");
   }
   if (meta.version <= meta_.version) {
@@ -115,13 +113,17 @@ void ParamServer::Adopt(const WeightsMeta& meta, zmq::message_t& blob) {
   meta_ = meta;
   blob_.copy(blob);
   latest_version_.store(meta.version);
-  pub_.send(
-      core::Pack(MessageType::kWeights, 0, static_cast<uint64_t>(meta_.version), LatestPayload()),
-      zmq::send_flags::dontwait);
+  const std::vector<zmq::message_t> payload = LatestPayload();
+  pub_.send(core::Pack(MessageType::kWeights, 0, static_cast<uint64_t>(meta_.version), payload,
+                       PayloadChecksum(payload[0], meta_)),
+            zmq::send_flags::dontwait);
 }
 
 void ParamServer::HandleFetch(const zmq::message_t& routing_id, const Message& m) {
-  core::Send(router_, MessageType::kWeights, 0, m.header.sequence, LatestPayload(), &routing_id);
+  std::vector<zmq::message_t> payload = LatestPayload();
+  const uint32_t payload_crc = PayloadChecksum(payload[0], meta_);
+  core::Send(router_, MessageType::kWeights, 0, m.header.sequence, std::move(payload), &routing_id,
+             payload_crc);
 }
 
 std::vector<zmq::message_t> ParamServer::LatestPayload() const {

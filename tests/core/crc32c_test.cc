@@ -113,5 +113,26 @@ TEST_CASE("Crc32c changes when any single bit flips") {
   }
 }
 
+TEST_CASE("Crc32cConcat and Crc32cSuffix match the checksum of the whole, for any split") {
+  std::mt19937_64 rng(31);
+  std::vector<uint8_t> bytes(3 << 20);
+  for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+  for (size_t size : {size_t{0}, size_t{1}, size_t{7}, size_t{64}, size_t{4099}, size_t{3} << 20}) {
+    for (size_t split : {size_t{0}, size / 3, size}) {
+      CAPTURE(size);
+      CAPTURE(split);
+      const uint32_t a = Crc32c(0, bytes.data(), split);
+      const uint32_t b = Crc32c(0, bytes.data() + split, size - split);
+      const uint32_t ab = Crc32c(0, bytes.data(), size);
+      CHECK(Crc32cConcat(a, b, size - split) == ab);
+      CHECK(Crc32cSuffix(ab, a, size - split) == b);
+    }
+  }
+  // A wrong part gives a wrong whole: nothing here is a constant.
+  const uint32_t a = Crc32c(0, bytes.data(), 10), b = Crc32c(0, bytes.data() + 10, 90);
+  CHECK(Crc32cConcat(a ^ 1u, b, 90) != Crc32c(0, bytes.data(), 100));
+  CHECK(Crc32cConcat(a, b, 91) != Crc32c(0, bytes.data(), 100));
+}
+
 }  // namespace
 }  // namespace ferry::core

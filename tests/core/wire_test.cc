@@ -289,22 +289,39 @@ TEST_CASE("DecodeMeta round trips and checks the metadata frame's size") {
   }
 }
 
-TEST_CASE("Pack and Unpack round trip") {
-  const zmq::message_t packed =
+TEST_CASE("Pack and Unpack round trip, Unpack's frames being views of the packed bytes") {
+  zmq::message_t packed =
       Pack(MessageType::kWeights, /*sender=*/4, /*sequence=*/77, SamplePayload());
   CHECK(packed.size() == kHeaderBytes + 4 + 3 * 8 + 1011);
-  auto m = Unpack(packed);
+  const auto* first = packed.data<uint8_t>();
+  const auto* last = first + packed.size();
+  auto m = Unpack(std::move(packed));  // Outlives `packed`: the frames keep its bytes alive.
   REQUIRE(m.ok());
   CHECK(m->header.type == MessageType::kWeights);
   CHECK(m->header.sender == 4);
   CHECK(m->header.sequence == 77);
   CHECK(m->header.payload_bytes == 1011);
   CheckSamplePayload(*m);
+  for (const auto& frame : m->payload) {
+    const auto* data = frame.data<uint8_t>();
+    CHECK((data >= first && data + frame.size() <= last));
+  }
 
   auto empty = Unpack(Pack(MessageType::kPublishAck, 0, 1, {}));
   REQUIRE(empty.ok());
   CHECK(empty->header.type == MessageType::kPublishAck);
   CHECK(empty->payload.empty());
+}
+
+TEST_CASE("A payload checksum the caller knows gives the header Send and Pack would compute") {
+  const std::vector<zmq::message_t> payload = SamplePayload();
+  uint32_t crc = 0;
+  for (const auto& frame : payload) crc = Crc32c(crc, frame.data(), frame.size());
+  const zmq::message_t computed = Pack(MessageType::kWeights, 1, 2, payload);
+  const zmq::message_t given = Pack(MessageType::kWeights, 1, 2, payload, crc);
+  CHECK(Text(computed) == Text(given));
+  // A wrong one is not checked by the sender; the receiver's Decode refuses the message.
+  CheckRejected(Unpack(Pack(MessageType::kWeights, 1, 2, payload, crc ^ 1)), "checksum mismatch");
 }
 
 TEST_CASE("Unpack rejects malformed packed messages") {

@@ -172,8 +172,10 @@ TEST_CASE("Ctrl-C stops every process of a run") {
 TEST_CASE("a stopped run resumes from its learner checkpoint") {
   const fs::path dir = FreshRunDir("resume");
   const int port_base = 21000 + getpid() % 2000 * 16 + 8;
-  const Outcome first = RunFerry(ShortRun(dir, port_base, 200), /*timeout=*/60,
-                                 /*interrupt_after=*/12);
+  // An unreachable target: a quick learner must not end the run before the interruption.
+  std::vector<std::string> first_args = ShortRun(dir, port_base, 200);
+  first_args.insert(first_args.end(), {"--set", "stop.target_return=100000"});
+  const Outcome first = RunFerry(first_args, /*timeout=*/60, /*interrupt_after=*/12);
   INFO(first.output);
   REQUIRE(first.exit_code == 130);
   bool have_checkpoint = false;

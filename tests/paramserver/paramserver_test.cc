@@ -59,6 +59,10 @@ void Publish(WeightsPublisher& publisher, int64_t version) {
   publisher.Publish(version, blob.data(), blob.size());
 }
 
+std::vector<uint8_t> Bytes(const WeightsBlob& blob) {
+  return std::vector<uint8_t>(blob.data(), blob.data() + blob.size());
+}
+
 // Polls until the subscriber holds `version`; returns the last blob Poll gave.
 std::optional<WeightsBlob> PollUntilVersion(WeightsSubscriber& subscriber, int64_t version) {
   std::optional<WeightsBlob> last;
@@ -186,7 +190,7 @@ TEST_CASE_FIXTURE(ServerFixture, "A subscriber ends up with the newest of a quic
   const auto blob = PollUntilVersion(subscriber, newest);
   REQUIRE(blob.has_value());
   CHECK(blob->version == newest);
-  CHECK(blob->bytes == BlobOf(newest));
+  CHECK(Bytes(*blob) == BlobOf(newest));
   CHECK(subscriber.version() == newest);
   CHECK(subscriber.rejected() == 0);
   CHECK(server_->latest_version() == newest);
@@ -203,7 +207,7 @@ TEST_CASE_FIXTURE(ServerFixture, "A late subscriber fetches the latest weights")
   const auto blob = PollUntilVersion(late, 3);
   REQUIRE(blob.has_value());
   CHECK(blob->version == 3);
-  CHECK(blob->bytes == BlobOf(3));
+  CHECK(Bytes(*blob) == BlobOf(3));
   CHECK_FALSE(late.Poll().has_value());  // Nothing newer, and version 3 is not given twice.
   CHECK(late.rejected() == 0);
 }
@@ -218,7 +222,7 @@ TEST_CASE_FIXTURE(ServerFixture, "Fetching from an empty server yields nothing, 
   const auto blob = PollUntilVersion(subscriber, 1);
   REQUIRE(blob.has_value());
   CHECK(blob->version == 1);
-  CHECK(blob->bytes == BlobOf(1));
+  CHECK(Bytes(*blob) == BlobOf(1));
   CHECK(subscriber.rejected() == 0);
 }
 
@@ -237,7 +241,7 @@ TEST_CASE_FIXTURE(ServerFixture, "The server refuses a version that is not newer
   const auto blob = PollUntilVersion(late, 5);
   REQUIRE(blob.has_value());
   CHECK(blob->version == 5);
-  CHECK(blob->bytes == BlobOf(5));
+  CHECK(Bytes(*blob) == BlobOf(5));
 
   RawPeer peer(context_, endpoint_);
   const std::vector<uint8_t> old = BlobOf(4);
@@ -306,7 +310,7 @@ TEST_CASE_FIXTURE(ServerFixture, "A subscriber that does not poll gets only the 
     return blob.has_value();
   }));
   CHECK(blob->version == newest);
-  CHECK(blob->bytes == BlobOf(newest));
+  CHECK(Bytes(*blob) == BlobOf(newest));
   CHECK_FALSE(idle.Poll().has_value());
   CHECK(idle.version() == newest);
   CHECK(idle.rejected() == 0);
@@ -338,7 +342,7 @@ TEST_CASE_FIXTURE(ServerFixture,
     const auto blob = PollUntilVersion(*subscriber, newest);
     REQUIRE(blob.has_value());
     CHECK(blob->version == newest);
-    CHECK(blob->bytes == BlobOf(newest));
+    CHECK(Bytes(*blob) == BlobOf(newest));
     CHECK(subscriber->rejected() == 0);
   }
   CHECK(relay->latest_version() == newest);
@@ -349,7 +353,7 @@ TEST_CASE_FIXTURE(ServerFixture,
   late.RequestLatest();
   const auto fetched = PollUntilVersion(late, newest);
   REQUIRE(fetched.has_value());
-  CHECK(fetched->bytes == BlobOf(newest));
+  CHECK(Bytes(*fetched) == BlobOf(newest));
 
   RawPeer peer(context_, relay_options.endpoint);
   const std::vector<uint8_t> blob = BlobOf(newest + 1);
@@ -358,6 +362,52 @@ TEST_CASE_FIXTURE(ServerFixture,
   CHECK(relay->latest_version() == newest);
   CHECK(relay->bad_messages() == 1);
   CHECK(server_->bad_messages() == 0);
+}
+
+TEST_CASE("A subscriber refuses a broadcast blob that does not match its checksum") {
+  // A rogue PUB in place of the server: each hop checks what it received, from one checksum.
+  zmq::context_t context(1);
+  const auto endpoints = FreeTcpEndpoints();
+  zmq::socket_t pub(context, zmq::socket_type::pub);
+  pub.set(zmq::sockopt::linger, 0);
+  pub.bind(endpoints.second);
+  WeightsSubscriber subscriber(context, endpoints.first, endpoints.second);
+  auto packed = [](int64_t version, const WeightsMeta& meta, const std::vector<uint8_t>& blob) {
+    std::vector<zmq::message_t> payload;
+    payload.push_back(core::EncodeMeta(meta));
+    payload.emplace_back(blob.data(), blob.size());
+    return core::Pack(MessageType::kWeights, 0, static_cast<uint64_t>(version), payload);
+  };
+  std::optional<WeightsBlob> received;
+  int64_t version = 1;
+  REQUIRE(WaitUntil([&] {  // Until the subscription is live.
+    const std::vector<uint8_t> blob = BlobOf(version);
+    pub.send(packed(version, MetaOf(version, blob), blob), zmq::send_flags::none);
+    ++version;
+    std::this_thread::sleep_for(milliseconds(20));
+    received = subscriber.Poll();
+    return received.has_value();
+  }));
+  CHECK(Bytes(*received) == BlobOf(received->version));
+  CHECK(received->checksum == MetaOf(0, BlobOf(received->version)).checksum);
+  const int64_t held = subscriber.version();
+
+  // One at a time: the subscription conflates. Bytes that are not the ones the metadata's
+  // checksum was made from (the wire checksum covers what was sent, so only the blob's own
+  // checksum can tell):
+  std::vector<uint8_t> blob = BlobOf(held + 1);
+  const WeightsMeta meta = MetaOf(held + 1, blob);
+  blob[100] ^= 0x10;
+  pub.send(packed(held + 1, meta, blob), zmq::send_flags::none);
+  CHECK(WaitUntil([&] { return subscriber.Poll().has_value() || subscriber.rejected() == 1; }));
+  CHECK(subscriber.rejected() == 1);
+  // Bytes damaged after the message was made: the wire checksum tells.
+  zmq::message_t damaged = packed(held + 2, MetaOf(held + 2, BlobOf(held + 2)), BlobOf(held + 2));
+  damaged.data<uint8_t>()[damaged.size() - 5] ^= 0x01;
+  pub.send(damaged, zmq::send_flags::none);
+  CHECK(WaitUntil([&] { return subscriber.Poll().has_value() || subscriber.rejected() == 2; }));
+  CHECK(subscriber.rejected() == 2);
+  CHECK(subscriber.version() == held);
 }
 
 TEST_CASE("Publish never blocks when no server is listening") {
