@@ -163,12 +163,18 @@ TEST_CASE("a checkpoint of another architecture or an empty directory is refused
   fs::remove_all(dir);
 }
 
-TEST_CASE("ferry eval's EvaluateCheckpoint plays the newest checkpoint's greedy policy") {
-  const fs::path dir = TempDir("eval");
+// A CartPole run with a small network whose run directory is `dir`.
+core::Config SmallCartPoleRun(const fs::path& dir) {
   core::Config config;
   config.env.id = "CartPole-v1";
   config.model.hidden = {16, 16};
   config.run.dir = dir.string();
+  return config;
+}
+
+TEST_CASE("ferry eval's EvaluateCheckpoint plays the newest checkpoint's greedy policy") {
+  const fs::path dir = TempDir("eval");
+  core::Config config = SmallCartPoleRun(dir);
   std::string checkpoint;
   int64_t updates = -1;
   // Nothing to evaluate yet: a clear error, not a random policy's return.
@@ -198,10 +204,7 @@ TEST_CASE("ferry eval's EvaluateCheckpoint plays the newest checkpoint's greedy 
 
 TEST_CASE("ferry eval --best plays the policy the periodic evaluations kept, not the newest") {
   const fs::path dir = TempDir("best");
-  core::Config config;
-  config.env.id = "CartPole-v1";
-  config.model.hidden = {16, 16};
-  config.run.dir = dir.string();
+  const core::Config config = SmallCartPoleRun(dir);
   std::string path;
   int64_t updates = -1;
   const auto missing = EvaluateBestPolicy(config, 3, 7, &path, &updates);
