@@ -418,9 +418,10 @@ int EvalRun(int argc, char** argv) {
       seed >= 0 ? static_cast<uint64_t>(seed) : ferry::learner::FinalEvalSeed(*config);
   std::string checkpoint;
   int64_t updates = 0;
-  auto eval =
-      best ? ferry::learner::EvaluateBestPolicy(*config, episodes, first_seed, &checkpoint, &updates)
-           : ferry::learner::EvaluateCheckpoint(*config, episodes, first_seed, &checkpoint, &updates);
+  auto eval = best ? ferry::learner::EvaluateBestPolicy(*config, episodes, first_seed, &checkpoint,
+                                                        &updates)
+                   : ferry::learner::EvaluateCheckpoint(*config, episodes, first_seed, &checkpoint,
+                                                        &updates);
   if (!eval.ok()) {
     std::fprintf(stderr, "ferry eval: %s\n", eval.status().message().c_str());
     return 1;

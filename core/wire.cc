@@ -60,20 +60,34 @@ Status ValidateHeader(const Header& h) {
 
 const char* MessageTypeName(MessageType type) {
   switch (type) {
-    case MessageType::kInsertBatch: return "InsertBatch";
-    case MessageType::kInsertAck: return "InsertAck";
-    case MessageType::kSampleRequest: return "SampleRequest";
-    case MessageType::kSampleReply: return "SampleReply";
-    case MessageType::kUpdatePriorities: return "UpdatePriorities";
-    case MessageType::kStatsRequest: return "StatsRequest";
-    case MessageType::kStatsReply: return "StatsReply";
-    case MessageType::kPublishWeights: return "PublishWeights";
-    case MessageType::kPublishAck: return "PublishAck";
-    case MessageType::kFetchWeights: return "FetchWeights";
-    case MessageType::kWeights: return "Weights";
-    case MessageType::kError: return "Error";
-    case MessageType::kInspectRequest: return "InspectRequest";
-    case MessageType::kInspectReply: return "InspectReply";
+    case MessageType::kInsertBatch:
+      return "InsertBatch";
+    case MessageType::kInsertAck:
+      return "InsertAck";
+    case MessageType::kSampleRequest:
+      return "SampleRequest";
+    case MessageType::kSampleReply:
+      return "SampleReply";
+    case MessageType::kUpdatePriorities:
+      return "UpdatePriorities";
+    case MessageType::kStatsRequest:
+      return "StatsRequest";
+    case MessageType::kStatsReply:
+      return "StatsReply";
+    case MessageType::kPublishWeights:
+      return "PublishWeights";
+    case MessageType::kPublishAck:
+      return "PublishAck";
+    case MessageType::kFetchWeights:
+      return "FetchWeights";
+    case MessageType::kWeights:
+      return "Weights";
+    case MessageType::kError:
+      return "Error";
+    case MessageType::kInspectRequest:
+      return "InspectRequest";
+    case MessageType::kInspectReply:
+      return "InspectReply";
   }
   return "Unknown";
 }
@@ -83,13 +97,14 @@ void Send(zmq::socket_t& socket, MessageType type, uint32_t sender, uint64_t seq
           std::optional<uint32_t> payload_crc) {
   const Header h = MakeHeader(type, sender, sequence, payload, payload_crc);
   if (routing_id != nullptr) {
-    socket.send(zmq::const_buffer(routing_id->data(), routing_id->size()), zmq::send_flags::sndmore);
+    socket.send(zmq::const_buffer(routing_id->data(), routing_id->size()),
+                zmq::send_flags::sndmore);
   }
   const auto header_flags = payload.empty() ? zmq::send_flags::none : zmq::send_flags::sndmore;
   socket.send(zmq::const_buffer(&h, sizeof(h)), header_flags);
   for (size_t i = 0; i < payload.size(); ++i) {
-    socket.send(payload[i], i + 1 < payload.size() ? zmq::send_flags::sndmore
-                                                   : zmq::send_flags::none);
+    socket.send(payload[i],
+                i + 1 < payload.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
   }
 }
 

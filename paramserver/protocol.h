@@ -23,13 +23,17 @@ struct WeightsMeta {
   uint32_t checksum = 0;  // CRC32C of the blob.
   uint64_t bytes = 0;
   template <class Archive>
-  void serialize(Archive& ar) { ar(version, checksum, bytes); }
+  void serialize(Archive& ar) {
+    ar(version, checksum, bytes);
+  }
 };
 
 struct FetchMeta {
   int64_t have_version = -1;
   template <class Archive>
-  void serialize(Archive& ar) { ar(have_version); }
+  void serialize(Archive& ar) {
+    ar(have_version);
+  }
 };
 
 // A blob is checksummed once, where it is made (WeightsMeta::checksum); every hop
