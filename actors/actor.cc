@@ -110,10 +110,11 @@ Status RunActor(const core::Config& config, int actor_id, const std::atomic<bool
   const Status flushed = writer.Flush(/*timeout_seconds=*/2.0);
   core::Log(
       "actor %d: stopped after %lld steps, %lld transitions acked, %s, %lld steps not sent (in "
-      "n-step windows or awaiting bootstrap values)%s",
+      "n-step windows or awaiting bootstrap values), policy v%lld%s",
       actor_id, static_cast<long long>(actor.steps()),
       static_cast<long long>(writer.acked_transitions()), DurabilitySummary(writer).c_str(),
       static_cast<long long>(actor.transitions_waiting()),
+      static_cast<long long>(actor.policy_version()),
       flushed.ok() ? "" : (", " + flushed.message()).c_str());
   return Status::Ok();
 }

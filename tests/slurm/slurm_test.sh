@@ -68,26 +68,40 @@ for ((i = 0; i < 60; i++)); do
 done
 [[ $(sinfo --noheader --format=%t) == idle ]] || { cat "$dir"/*.log; echo "FAIL: node never idle"; exit 1; }
 
-run_dir=$dir/run
-ports=$((23500 + $$ % 400 * 16))
-status=0
-(cd "$dir" && FERRY_BINARY=$ferry FERRY_RUN_DIR=$run_dir timeout 300 sbatch --wait --nodes=1 \
-  --output="$dir/job.out" "$source_dir/launch/slurm/ferry.sbatch" "$source_dir/configs/cartpole.yaml" \
-  --set stop.max_seconds=30 --set "network.replay_port=$ports" \
-  --set "network.paramserver_port=$((ports + 10))" --set "network.broadcast_port=$((ports + 11))") ||
-  status=$?
-cat "$dir/job.out"
-
 fail() { echo "FAIL: $*"; for f in "$run_dir"/logs/*.log; do echo "== $f"; tail -n 5 "$f"; done; exit 1; }
-[[ $status -eq 0 || $status -eq 2 ]] || fail "the job exited with $status (0: target, 2: budget)"
-grep -q '"end": ' "$run_dir/metrics.jsonl" || fail "the learner wrote no end record"
-# The end record's update count: a quick run can reach its target before the first progress record.
-grep '"end": ' "$run_dir/metrics.jsonl" | grep -qE '"updates": [1-9]' || fail "the learner never trained"
-for k in 0 1; do
-  grep -q "final snapshot\|no final snapshot needed" "$run_dir/logs/replay-$k.log" ||
-    fail "replay-$k was not stopped cleanly"
-  grep -q " 0 bad messages" "$run_dir/logs/replay-$k.log" || fail "replay-$k saw bad messages"
-done
-grep -q "stopped after" "$run_dir/logs/actor-0.log" || fail "actor-0 was not stopped cleanly"
-if pgrep -f -- "$run_dir" >/dev/null; then fail "processes of the run are still running"; fi
+
+# submit RELAYS: one 30 s CartPole job, its actors following the root paramserver (0) or a relay
+# on their host (1); checks that it trained and that every role stopped cleanly.
+submit() {
+  local relays=$1
+  run_dir=$dir/run-relays$relays
+  local ports=$((23500 + $$ % 400 * 16)) status=0
+  (cd "$dir" && FERRY_BINARY=$ferry FERRY_RUN_DIR=$run_dir FERRY_RELAYS=$relays timeout 300 \
+    sbatch --wait --nodes=1 --output="$dir/job$relays.out" "$source_dir/launch/slurm/ferry.sbatch" \
+    "$source_dir/configs/cartpole.yaml" --set stop.max_seconds=30 --set "network.replay_port=$ports" \
+    --set "network.paramserver_port=$((ports + 10))" --set "network.broadcast_port=$((ports + 11))") ||
+    status=$?
+  cat "$dir/job$relays.out"
+  [[ $status -eq 0 || $status -eq 2 ]] || fail "the job exited with $status (0: target, 2: budget)"
+  grep -q '"end": ' "$run_dir/metrics.jsonl" || fail "the learner wrote no end record"
+  # The end record's update count: a quick run can reach its target before the first progress
+  # record.
+  grep '"end": ' "$run_dir/metrics.jsonl" | grep -qE '"updates": [1-9]' || fail "the learner never trained"
+  for k in 0 1; do
+    grep -q "final snapshot\|no final snapshot needed" "$run_dir/logs/replay-$k.log" ||
+      fail "replay-$k was not stopped cleanly"
+    grep -q " 0 bad messages" "$run_dir/logs/replay-$k.log" || fail "replay-$k saw bad messages"
+  done
+  grep -q "stopped after" "$run_dir/logs/actor-0.log" || fail "actor-0 was not stopped cleanly"
+  if ((relays)); then
+    grep -q "relaying tcp://" "$run_dir/logs/relay-$host.log" || fail "no relay started on $host"
+    grep -qE "stopped at version [1-9]" "$run_dir/logs/relay-$host.log" ||
+      fail "the relay on $host passed on no weights"
+    grep -qE "policy v[1-9]" "$run_dir/logs/actor-0.log" || fail "actor-0 got no weights"
+  fi
+  if pgrep -f -- "$run_dir" >/dev/null; then fail "processes of the run are still running"; fi
+}
+
+submit 0
+submit 1
 echo "slurm test passed"
