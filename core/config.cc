@@ -306,6 +306,8 @@ const std::vector<Field>& Fields() {
       Key("learner.ranks", &C::learner, &LearnerOptions::ranks, AtLeast(1)),
       Key("learner.batch_size", &C::learner, &LearnerOptions::batch_size, AtLeast(1)),
       Key("learner.learning_rate", &C::learner, &LearnerOptions::learning_rate, Above(0)),
+      Key("learner.learning_rate_final_fraction", &C::learner,
+          &LearnerOptions::learning_rate_final_fraction, AboveUpTo(0, 1)),
       Key("learner.gamma", &C::learner, &LearnerOptions::gamma, AboveUpTo(0, 1)),
       Key("learner.double_dqn", &C::learner, &LearnerOptions::double_dqn),
       Key("learner.huber_delta", &C::learner, &LearnerOptions::huber_delta, Above(0)),

@@ -79,6 +79,9 @@ struct LearnerOptions {
   int ranks = 2;
   int batch_size = 128;  // Global: split across ranks.
   double learning_rate = 1e-3;
+  // The fraction of learning_rate reached at stop.max_env_steps, falling linearly in env steps
+  // from the start (1: constant).
+  double learning_rate_final_fraction = 1.0;
   double gamma = 0.99;
   bool double_dqn = true;  // Target action from the online net (false: plain DQN max).
   double huber_delta = 1.0;

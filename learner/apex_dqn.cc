@@ -22,7 +22,7 @@ namespace ferry::learner {
 namespace {
 
 // Control slots in the fused gradient buffer (GradientReducer::control).
-enum Control : int { kEndCode = 0, kSignalled, kMissingData, kLossSum, kNumControl };
+enum Control : int { kEndCode = 0, kSignalled, kMissingData, kLossSum, kEnvSteps, kNumControl };
 
 torch::Tensor Column(const std::vector<uint8_t>& bytes, int rows, int per_row, torch::Dtype dtype) {
   std::vector<int64_t> shape = {rows};
@@ -252,6 +252,8 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
     control[kSignalled] = stop.load() ? 1.f : 0.f;
     control[kMissingData] = have_data ? 0.f : 1.f;
     control[kLossSum] = local_loss;
+    // Rank 0's count, so every rank schedules the same learning rate.
+    control[kEnvSteps] = rank == 0 ? static_cast<float>(counters.env_steps) : 0.f;
     const double t2 = core::NowSeconds();
     reducer.Reduce(have_data);
     const double t3 = core::NowSeconds();
@@ -268,6 +270,7 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
     if (control[kMissingData] > 0) continue;  // Skipped on every rank alike.
 
     updater.UnpackGradients(reducer.gradients());
+    updater.ScheduleLearningRate(static_cast<int64_t>(control[kEnvSteps]));
     updater.ApplyGradients();
     const int64_t updates = updater.updates();
     loss_acc += control[kLossSum];
@@ -348,6 +351,7 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
                         .Add("updates_per_s", (updates - updates_at_report) / dt)
                         .Add("env_steps_per_s", (counters.env_steps - steps_at_report) / dt)
                         .Add("loss", loss_count ? loss_acc / loss_count : NAN)
+                        .Add("learning_rate", updater.learning_rate())
                         .Add("replay_size", static_cast<double>(replay_size))
                         .Add("policy_lag_median", lags.Quantile(0.5))
                         .Add("policy_lag_p90", lags.Quantile(0.9))

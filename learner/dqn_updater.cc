@@ -27,6 +27,8 @@ Result<UpdaterOptions> UpdaterOptionsFor(const core::Config& config) {
   options.num_actions = (*probe)->action_space().n;
   options.hidden = config.model.hidden;
   options.learning_rate = config.learner.learning_rate;
+  options.learning_rate_final_fraction = config.learner.learning_rate_final_fraction;
+  options.decay_env_steps = config.stop.max_env_steps;
   options.huber_delta = config.learner.huber_delta;
   options.max_grad_norm = config.learner.max_grad_norm;
   options.target_update_period = config.learner.target_update_period;
@@ -102,7 +104,8 @@ DqnUpdater::DqnUpdater(const UpdaterOptions& options, torch::Device device)
       device_(device),
       online_(options.obs_dim, options.num_actions, options.hidden),
       target_(options.obs_dim, options.num_actions, options.hidden),
-      optimizer_(online_->parameters(), torch::optim::AdamOptions(options.learning_rate)) {
+      optimizer_(online_->parameters(), torch::optim::AdamOptions(options.learning_rate)),
+      learning_rate_(options.learning_rate) {
   models::CopyParameters(*online_, *target_);
   online_->to(device_);
   target_->to(device_);
@@ -122,6 +125,16 @@ void DqnUpdater::UnpackGradients(const float* in) {
     if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
     p.mutable_grad().copy_(src.to(p.device()));
     in += p.numel();
+  }
+}
+
+void DqnUpdater::ScheduleLearningRate(int64_t env_steps) {
+  const double progress = std::clamp(
+      static_cast<double>(env_steps) / static_cast<double>(options_.decay_env_steps), 0.0, 1.0);
+  learning_rate_ =
+      options_.learning_rate * (1.0 - (1.0 - options_.learning_rate_final_fraction) * progress);
+  for (auto& group : optimizer_.param_groups()) {
+    static_cast<torch::optim::AdamOptions&>(group.options()).lr(learning_rate_);
   }
 }
 

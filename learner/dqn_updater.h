@@ -30,6 +30,8 @@ struct UpdaterOptions {
   int num_actions = 0;
   std::vector<int> hidden;
   double learning_rate = 1e-3;
+  double learning_rate_final_fraction = 1.0;  // At `decay_env_steps` (core/config.h).
+  int64_t decay_env_steps = 1;
   double huber_delta = 1.0;
   double max_grad_norm = 10.0;
   int target_update_period = 500;
@@ -56,6 +58,9 @@ class DqnUpdater {
   DqnLoss ComputeGradients(const DqnBatch& batch, double normaliser);
   // Replaces the gradients with num_parameters() floats in parameter order.
   void UnpackGradients(const float* in);
+  // Sets the learning rate for `env_steps` steps taken so far (options' linear schedule).
+  void ScheduleLearningRate(int64_t env_steps);
+  double learning_rate() const { return learning_rate_; }
   // Clipped Adam step; copies online -> target every target_update_period.
   void ApplyGradients();
 
@@ -76,6 +81,7 @@ class DqnUpdater {
   models::QNetwork online_;
   models::QNetwork target_;
   torch::optim::Adam optimizer_;
+  double learning_rate_;
   int64_t updates_ = 0;
 };
 
