@@ -21,6 +21,10 @@
 //              hold the new version; and 10 MB to 64 subscribers spread over 4
 //              relay ParamServers (one more hop)
 //                vs raw ZeroMQ PUB -> SUB of the same bytes, reps alternated
+//   server_memory  the root paramserver's peak resident memory (a child process)
+//              while 10 MB blobs reach 16 and 64 subscribers, 100 MB ones 16
+//                vs its resident memory before the first blob, and beside the
+//                blob times the subscribers (what a copy per subscriber needs)
 //   step_gap   the longest pause between an actor's steps (a 10 MB model,
 //              versions received on its WeightsFollower thread and loaded
 //              between steps) while 10 MB versions are broadcast
@@ -33,15 +37,18 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <csignal>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -535,6 +542,85 @@ void BroadcastBench(const Settings& s, size_t bytes, int subscribers, int relays
       .Print();
 }
 
+// A /proc/PID/status field in MB ("VmRSS", "VmHWM").
+double ProcessMemoryMb(pid_t pid, const std::string& field) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind(field + ":", 0) == 0) return std::stod(line.substr(field.size() + 1)) / 1024.0;
+  }
+  Die("no " + field + " in /proc/" + std::to_string(pid) + "/status");
+}
+
+std::atomic<bool> g_child_stop{false};
+
+// The root ParamServer in a child process of its own, so its memory can be read apart from the
+// publisher's and the subscribers'; `versions` blobs of `bytes` go through it to `subscribers`.
+void ServerMemoryBench(size_t bytes, int subscribers, int versions = 3) {
+  std::string endpoint, broadcast_endpoint;
+  std::tie(endpoint, broadcast_endpoint) = FreeTcpEndpoints();
+  const pid_t child = fork();
+  if (child < 0) Die("fork failed");
+  if (child == 0) {  // No ZeroMQ context is alive here: each bench made and dropped its own.
+    std::signal(SIGTERM, [](int) { g_child_stop.store(true); });
+    zmq::context_t context(1);
+    paramserver::ServerOptions options;
+    options.endpoint = endpoint;
+    options.broadcast_endpoint = broadcast_endpoint;
+    paramserver::ParamServer server(context, options);
+    if (!server.Bind().ok()) _exit(1);
+    server.Serve(g_child_stop);
+    _exit(0);
+  }
+  std::vector<uint8_t> blob(bytes);
+  std::mt19937_64 rng(8);
+  for (auto& b : blob) b = static_cast<uint8_t>(rng());
+  double idle_mb = 0;
+  {
+    zmq::context_t context(2);
+    paramserver::WeightsPublisher publisher(context, endpoint);
+    Receivers receivers(subscribers, [&](int) {
+      auto subscriber =
+          std::make_shared<paramserver::WeightsSubscriber>(context, endpoint, broadcast_endpoint);
+      return [subscriber] {
+        subscriber->Poll();
+        return subscriber->version();
+      };
+    });
+    const double deadline_s = DeliveryDeadline(bytes, subscribers);
+    // Every subscriber connected (the server holds no blob yet: a tiny one joins them).
+    const std::vector<uint8_t> tiny(64);
+    const Route join{[&](int64_t v) { publisher.Publish(v, tiny.data(), tiny.size()); },
+                     &receivers};
+    int64_t version = Join(join, 1, deadline_s);
+    idle_mb = ProcessMemoryMb(child, "VmRSS");
+    for (int i = 0; i < versions; ++i, ++version) {
+      receivers.Arm(version);
+      const double sent = core::NowSeconds();
+      publisher.Publish(version, blob.data(), blob.size());
+      if (receivers.Wait(sent, deadline_s).empty()) Die("a broadcast missed the delivery deadline");
+    }
+  }
+  const double peak_mb = ProcessMemoryMb(child, "VmHWM");
+  kill(child, SIGTERM);
+  int status = 0;
+  waitpid(child, &status, 0);
+  const double blob_mb = static_cast<double>(bytes) / (1 << 20);
+  JsonLine("server_memory")
+      .Add("blob_bytes", static_cast<int64_t>(bytes))
+      .Add("subscribers", subscribers)
+      .Add("versions", versions)
+      .Add("value", peak_mb - idle_mb)
+      .Add("unit", "MB the paramserver process's peak resident memory grew by")
+      .Add("baseline", "its resident memory before the first blob")
+      .Add("baseline_value", idle_mb)
+      .Add("blob_mb", blob_mb)
+      .Add("ratio_to_blob", (peak_mb - idle_mb) / blob_mb)
+      .Add("copy_per_subscriber_mb", blob_mb * subscribers)
+      .Add("load1", Load1())
+      .Print();
+}
+
 // The gaps between an actor's steps (a 4-1536-1536-2 MLP, a 9.5 MB blob, 8
 // CartPoles, versions taken from its WeightsFollower before every step, as
 // RunActor does) over `seconds`, while a learner thread publishes a new
@@ -660,6 +746,9 @@ int Main(int argc, char** argv) {
       for (int subscribers : {1, 16, 64}) BroadcastBench(s, bytes, subscribers);
     }
     BroadcastBench(s, size_t{10} << 20, 64, /*relays=*/4);
+    ServerMemoryBench(size_t{10} << 20, 16);
+    ServerMemoryBench(size_t{10} << 20, 64);
+    ServerMemoryBench(size_t{100} << 20, 16);
     StepGapBench(s);
   }
   JsonLine("done").Add("seconds", core::NowSeconds() - start).Add("load1", Load1()).Print();
