@@ -71,8 +71,11 @@ Status RunActor(const core::Config& config, int actor_id, const std::atomic<bool
   writer_options.resend_after = 5.0;
   writer_options.retain_bytes = config.actors.retain_bytes;
   replay::ReplayWriter writer(context, core::ReplayEndpoints(config), schema, writer_options);
-  WeightsFollower weights(context, core::ParamServerEndpoint(config),
-                          core::BroadcastEndpoint(config));
+  WeightsFollower weights(
+      context, core::ParamServerEndpoint(config), core::BroadcastEndpoint(config),
+      [&actor](const paramserver::WeightsBlob& blob, PreparedWeights* into) {
+        return actor.PrepareWeights(blob.version, blob.data(), blob.size(), into);
+      });
 
   core::Log("actor %d: %d x %s, epsilon %.4g..%.4g, %s inference, sending to %d shards", actor_id,
             num_envs, config.env.id.c_str(), options.epsilon.front(), options.epsilon.back(),
@@ -81,9 +84,11 @@ Status RunActor(const core::Config& config, int actor_id, const std::atomic<bool
   double last_report = core::NowSeconds();
   int64_t steps_at_report = 0;
   while (!stop.load()) {
-    if (auto blob = weights.Take()) {
-      Status loaded = actor.LoadWeights(blob->version, blob->data(), blob->size());
-      if (!loaded.ok()) return loaded;
+    Result<std::optional<PreparedWeights>> next = weights.Take();
+    if (!next.ok()) return next.status();
+    if (*next) {
+      actor.AdoptWeights(**next);
+      weights.Recycle(std::move(**next));
     }
     actor.Step();
     if (actor.batch_ready()) {

@@ -1,7 +1,8 @@
 // An Ape-X actor: E envs stepped together, one batched inference per step.
 //
-//   weights (paramserver -> WeightsFollower's thread, never waited on)
-//     -> VectorActor (vector_actor.h):
+//   weights (paramserver -> WeightsFollower's thread, which receives them and
+//     copies them into a spare network, never waited on) -> swapped into
+//     VectorActor (vector_actor.h) between two steps:
 //   obs[E] -> Q[E, A] -> epsilon-greedy per env -> Env::Step x E
 //          -> n-step accumulators -> TransitionBuffer
 //          -> (full) initial priorities |TD| from this network -> ReplayWriter

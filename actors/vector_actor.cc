@@ -58,6 +58,7 @@ VectorActor::VectorActor(const VectorActorOptions& options,
     : envs_(std::move(envs)),
       obs_dim_(envs_[0]->observation_space().flat_size()),
       num_actions_(envs_[0]->action_space().n),
+      hidden_(options.hidden),
       insert_batch_(options.insert_batch),
       priority_epsilon_(static_cast<float>(options.priority_epsilon)),
       epsilon_(options.epsilon),
@@ -164,6 +165,31 @@ Status VectorActor::LoadWeights(int64_t version, const uint8_t* blob, size_t byt
   if (fast_) fast_->CopyWeights(*net_);
   version_ = version;
   return Status::Ok();
+}
+
+Status VectorActor::PrepareWeights(int64_t version, const uint8_t* blob, size_t bytes,
+                                   PreparedWeights* into) const {
+  if (into->net.is_empty()) {
+    into->net = models::QNetwork(obs_dim_, num_actions_, hidden_);
+    into->net->eval();
+  }
+  FERRY_RETURN_IF_ERROR(models::FromBlob(*into->net, blob, bytes));
+  if (fast_inference()) {
+    if (into->fast) {
+      into->fast->CopyWeights(*into->net);
+    } else {
+      into->fast.emplace(*into->net);
+    }
+  }
+  into->version = version;
+  return Status::Ok();
+}
+
+void VectorActor::AdoptWeights(PreparedWeights& weights) {
+  FERRY_CHECK(!weights.net.is_empty() && weights.fast.has_value() == fast_.has_value());
+  std::swap(net_, weights.net);
+  if (fast_) fast_->SwapWeights(*weights.fast);
+  std::swap(version_, weights.version);
 }
 
 int64_t VectorActor::transitions_waiting() const {

@@ -19,7 +19,9 @@
 // between (LoadWeights) make Q(obs, a), the bootstrap and the policy version
 // of one transition come from different versions; for an initial priority, a
 // guess the learner replaces after the first sample, that is fine (Ape-X's
-// actors do the same).
+// actors do the same). PrepareWeights does the copying on another thread and
+// AdoptWeights swaps the result in between two Steps, so a new version costs
+// the acting thread nothing but the swap.
 //
 // Inference runs on models::FastMlp when it gives LibTorch's bits for this
 // network at the batch sizes this actor uses (E to 2E rows; checked once at
@@ -72,6 +74,14 @@ struct VectorActorOptions {
   Inference inference = Inference::kAuto;
 };
 
+// A version of the policy made ready for VectorActor::AdoptWeights: the
+// network, and the fast path's copy of its weights when the actor uses one.
+struct PreparedWeights {
+  int64_t version = -1;
+  models::QNetwork net{nullptr};
+  std::optional<models::FastMlp> fast;
+};
+
 // `count` rows of every transition column (core::TransitionColumn order) and
 // their raw initial priorities.
 struct InsertBatch {
@@ -93,6 +103,14 @@ class VectorActor {
   InsertBatch TakeBatch();
   // Acts with the weights in `blob` (models::ToBlob layout) from now on.
   Status LoadWeights(int64_t version, const uint8_t* blob, size_t bytes);
+  // Makes `into` hold the weights in `blob`, reusing its storage once it holds
+  // any. Reads only what Create fixed, so it may run on another thread while
+  // this actor steps.
+  Status PrepareWeights(int64_t version, const uint8_t* blob, size_t bytes,
+                        PreparedWeights* into) const;
+  // Acts with `weights` from now on, swapped in without a copy; `weights` gets
+  // the ones it replaced, for the next PrepareWeights to reuse.
+  void AdoptWeights(PreparedWeights& weights);
 
   int num_envs() const { return static_cast<int>(envs_.size()); }
   int obs_dim() const { return obs_dim_; }
@@ -117,6 +135,7 @@ class VectorActor {
   std::vector<std::unique_ptr<envs::Env>> envs_;
   int obs_dim_;
   int num_actions_;
+  std::vector<int> hidden_;
   int insert_batch_;
   float priority_epsilon_;
   std::vector<double> epsilon_;

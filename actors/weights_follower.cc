@@ -16,17 +16,24 @@ constexpr double kFetchPeriodS = 1.0;
 }  // namespace
 
 WeightsFollower::WeightsFollower(zmq::context_t& context, std::string endpoint,
-                                 std::string broadcast_endpoint)
+                                 std::string broadcast_endpoint, Prepare prepare)
     : context_(context),
       endpoint_(std::move(endpoint)),
       broadcast_endpoint_(std::move(broadcast_endpoint)),
+      prepare_(std::move(prepare)),
       thread_([this](const std::stop_token& stop) { Run(stop); }) {}
 
-std::optional<paramserver::WeightsBlob> WeightsFollower::Take() {
+Result<std::optional<PreparedWeights>> WeightsFollower::Take() {
   std::lock_guard<std::mutex> lock(mu_);
-  std::optional<paramserver::WeightsBlob> taken = std::move(latest_);
+  if (!error_.ok()) return error_;
+  std::optional<PreparedWeights> taken = std::move(latest_);
   latest_.reset();
   return taken;
+}
+
+void WeightsFollower::Recycle(PreparedWeights weights) {
+  std::lock_guard<std::mutex> lock(mu_);
+  spare_ = std::move(weights);
 }
 
 void WeightsFollower::Run(const std::stop_token& stop) {
@@ -36,8 +43,20 @@ void WeightsFollower::Run(const std::stop_token& stop) {
   double last_fetch = core::NowSeconds();
   while (!stop.stop_requested()) {
     if (std::optional<paramserver::WeightsBlob> blob = subscriber.Poll()) {
+      PreparedWeights weights;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (spare_) weights = std::move(*spare_);
+        spare_.reset();
+      }
+      const Status prepared = prepare_(*blob, &weights);
       std::lock_guard<std::mutex> lock(mu_);
-      latest_ = std::move(blob);
+      if (!prepared.ok()) {
+        error_ = prepared;
+        return;
+      }
+      if (latest_) spare_ = std::move(latest_);  // Superseded before the actor took it.
+      latest_ = std::move(weights);
     } else if (subscriber.version() < 0 && core::NowSeconds() - last_fetch > kFetchPeriodS) {
       subscriber.RequestLatest();
       last_fetch = core::NowSeconds();

@@ -1,17 +1,22 @@
 // An actor's receiver of weight versions, on a thread of its own, so that the
-// acting loop spends no time on sockets, copies or checksums of a blob:
+// acting loop spends no time on sockets, checksums or copies of a blob:
 //
 //   paramserver (PUB broadcast, or a fetch answer) -> WeightsSubscriber, polled
 //   by the follower thread every millisecond (and RequestLatest once a second
-//   until a first version arrives) -> latest-only slot -> Take() on the actor
+//   until a first version arrives) -> Prepare (the blob copied into a network
+//   the actor can swap in, VectorActor::PrepareWeights) -> latest-only slot
+//   -> Take() on the actor -> VectorActor::AdoptWeights -> Recycle()
 //
 // Take() is called from one thread (the actor's) and never waits for more
-// than the slot's mutex, which the follower holds only to swap a blob in; a
-// version the actor has not taken yet is replaced by a newer one. The
+// than the slot's mutex, which the follower holds only to move weights in or
+// out; a version the actor has not taken yet is replaced by a newer one and
+// its storage reused. Recycle() hands back the weights an adoption replaced,
+// so that after the first two versions preparing one allocates nothing. The
 // destructor stops and joins the thread.
 #ifndef FERRY_ACTORS_WEIGHTS_FOLLOWER_H_
 #define FERRY_ACTORS_WEIGHTS_FOLLOWER_H_
 
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <stop_token>
@@ -19,17 +24,28 @@
 #include <thread>
 #include <zmq.hpp>
 
+#include "actors/vector_actor.h"
+#include "core/status.h"
 #include "paramserver/client.h"
 
 namespace ferry::actors {
 
 class WeightsFollower {
  public:
-  // `context` outlives this.
-  WeightsFollower(zmq::context_t& context, std::string endpoint, std::string broadcast_endpoint);
+  // Runs on the follower thread: makes `into` hold `blob`'s weights (its storage,
+  // when it has any, is weights handed back by Recycle).
+  using Prepare =
+      std::function<Status(const paramserver::WeightsBlob& blob, PreparedWeights* into)>;
 
-  // The newest version received since the last Take, if any.
-  std::optional<paramserver::WeightsBlob> Take();
+  // `context` outlives this.
+  WeightsFollower(zmq::context_t& context, std::string endpoint, std::string broadcast_endpoint,
+                  Prepare prepare);
+
+  // The newest version prepared since the last Take, if any; the error of a
+  // version that could not be prepared (a blob of another architecture).
+  Result<std::optional<PreparedWeights>> Take();
+  // Weights the actor no longer acts with, for a later version to fill.
+  void Recycle(PreparedWeights weights);
 
  private:
   void Run(const std::stop_token& stop);
@@ -37,9 +53,12 @@ class WeightsFollower {
   zmq::context_t& context_;
   const std::string endpoint_;
   const std::string broadcast_endpoint_;
+  const Prepare prepare_;
   std::mutex mu_;
-  std::optional<paramserver::WeightsBlob> latest_;  // Guarded by mu_.
-  std::jthread thread_;  // Last: started once everything it reads exists.
+  std::optional<PreparedWeights> latest_;  // Guarded by mu_.
+  std::optional<PreparedWeights> spare_;   // Guarded by mu_.
+  Status error_;                           // Guarded by mu_.
+  std::jthread thread_;                    // Last: started once everything it reads exists.
 };
 
 }  // namespace ferry::actors

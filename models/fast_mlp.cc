@@ -66,6 +66,15 @@ void FastMlp::CopyWeights(QNetworkImpl& net) {
   }
 }
 
+void FastMlp::SwapWeights(FastMlp& other) {
+  FERRY_CHECK(other.layers_.size() == layers_.size());
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    FERRY_CHECK(other.layers_[l].in == layers_[l].in && other.layers_[l].out == layers_[l].out);
+    std::swap(layers_[l].weight, other.layers_[l].weight);
+    std::swap(layers_[l].bias, other.layers_[l].bias);
+  }
+}
+
 const float* FastMlp::Forward(const float* obs, int batch) {
   FERRY_CHECK(batch >= 1);
   const char transpose = 'T', no_transpose = 'N';

@@ -42,6 +42,8 @@ class FastMlp {
 
   // Takes `net`'s current weights; `net` has the architecture this was built from.
   void CopyWeights(QNetworkImpl& net);
+  // Exchanges weights, not copies, with `other` (same architecture); keeps the activations.
+  void SwapWeights(FastMlp& other);
 
   // Q-values of `batch` observations (row-major [batch, obs_dim]), row-major
   // [batch, num_actions]; valid until the next Forward.

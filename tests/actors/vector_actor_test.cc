@@ -12,6 +12,7 @@
 #include <new>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/experience.h"
@@ -264,6 +265,66 @@ TEST_CASE("Weights of another architecture are refused and the actor keeps its v
   REQUIRE(actor->LoadWeights(5, blob.data(), blob.size()).ok());
   CHECK_FALSE(actor->LoadWeights(6, blob.data(), blob.size() - 4).ok());
   CHECK(actor->policy_version() == 5);
+}
+
+TEST_CASE("Weights prepared on another thread and swapped in act as loaded ones do") {
+  for (Inference inference : {Inference::kFastMlp, Inference::kLibTorch}) {
+    CAPTURE(static_cast<int>(inference));
+    auto loading = MakeActor(CartPoleOptions(8, inference));
+    auto adopting = MakeActor(CartPoleOptions(8, inference));
+    const std::vector<uint8_t> initial = CartPoleWeights(100);  // Both start alike.
+    REQUIRE(loading->LoadWeights(0, initial.data(), initial.size()).ok());
+    REQUIRE(adopting->LoadWeights(0, initial.data(), initial.size()).ok());
+    auto step_both = [&] {
+      adopting->Step();
+      loading->Step();
+      REQUIRE(adopting->batch_ready() == loading->batch_ready());
+      if (!adopting->batch_ready()) return;
+      const InsertBatch a = adopting->TakeBatch();
+      const InsertBatch b = loading->TakeBatch();
+      REQUIRE(a.columns == b.columns);
+      REQUIRE(a.priorities == b.priorities);
+    };
+    PreparedWeights weights;  // Empty at first, then the weights each adoption replaced.
+    for (int version = 1; version <= 3; ++version) {
+      const std::vector<uint8_t> blob = CartPoleWeights(version);
+      Status prepared;
+      std::thread follower([&] {  // While `adopting` steps, as a WeightsFollower runs.
+        prepared = adopting->PrepareWeights(version, blob.data(), blob.size(), &weights);
+      });
+      for (int step = 0; step < 5; ++step) step_both();
+      follower.join();
+      REQUIRE(prepared.ok());
+      REQUIRE(loading->LoadWeights(version, blob.data(), blob.size()).ok());
+      adopting->AdoptWeights(weights);
+      CHECK(adopting->policy_version() == version);
+      CHECK(weights.version == version - 1);
+      for (int step = 0; step < 60; ++step) step_both();
+    }
+    const std::vector<uint8_t> blob = CartPoleWeights(4);
+    CHECK_FALSE(adopting->PrepareWeights(4, blob.data(), blob.size() - 4, &weights).ok());
+  }
+}
+
+TEST_CASE("Swapping prepared weights in allocates nothing on the acting thread") {
+  auto actor = MakeActor(CartPoleOptions(32, Inference::kFastMlp));
+  PreparedWeights weights;
+  for (int version = 1; version <= 2; ++version) {  // Both sets of storage exist after this.
+    const std::vector<uint8_t> blob = CartPoleWeights(version);
+    REQUIRE(actor->PrepareWeights(version, blob.data(), blob.size(), &weights).ok());
+    actor->AdoptWeights(weights);
+    for (int i = 0; i < 20; ++i) {
+      actor->Step();
+      if (actor->batch_ready()) actor->TakeBatch();
+    }
+  }
+  const std::vector<uint8_t> blob = CartPoleWeights(3);
+  REQUIRE(actor->PrepareWeights(3, blob.data(), blob.size(), &weights).ok());
+  const int64_t before = g_allocations.load();
+  actor->AdoptWeights(weights);
+  actor->Step();
+  CHECK(g_allocations.load() - before == 0);
+  CHECK(actor->policy_version() == 3);
 }
 
 TEST_CASE("VectorActor refuses continuous actions and mismatched exploration rates") {

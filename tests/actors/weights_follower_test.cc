@@ -1,16 +1,21 @@
 #include "actors/weights_follower.h"
 
 #include <doctest/doctest.h>
+#include <torch/torch.h>
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 #include <zmq.hpp>
 
+#include "actors/vector_actor.h"
 #include "core/log.h"
+#include "models/q_network.h"
 #include "paramserver/client.h"
 #include "paramserver/server.h"
 #include "tests/free_ports.h"
@@ -20,7 +25,35 @@ namespace {
 
 using testing::FreeTcpEndpoints;
 
-// A ParamServer serving on its own thread, and a learner-side publisher.
+constexpr int kObs = 4, kActions = 2;
+const std::vector<int> kHidden = {16};
+
+// The blob of a CartPole network whose weights differ per version. Not drawn from LibTorch's
+// generator, which a follower thread's first PrepareWeights draws from too.
+std::vector<uint8_t> BlobOf(int64_t version) {
+  models::QNetwork net(kObs, kActions, kHidden);
+  std::vector<float> values(models::ParameterCount(*net));
+  for (size_t i = 0; i < values.size(); ++i) {
+    values[i] = 0.01f * static_cast<float>(i % 97) + static_cast<float>(version);
+  }
+  std::vector<uint8_t> blob(values.size() * sizeof(float));
+  std::memcpy(blob.data(), values.data(), blob.size());
+  return blob;
+}
+
+std::unique_ptr<VectorActor> SmallActor() {
+  VectorActorOptions options;
+  options.env_id = "CartPole-v1";
+  options.env_seeds = {1};
+  options.epsilon = {0.1};
+  options.hidden = kHidden;
+  auto made = VectorActor::Create(options);
+  REQUIRE(made.ok());
+  return std::move(made).value();
+}
+
+// A ParamServer serving on its own thread, a learner-side publisher, and an
+// actor whose PrepareWeights the followers run.
 struct ServerFixture {
   ServerFixture() : server(context, Options()), publisher(context, endpoints.first) {
     REQUIRE(server.Bind().ok());
@@ -37,15 +70,21 @@ struct ServerFixture {
     options.broadcast_endpoint = endpoints.second;
     return options;
   }
-  void Publish(int64_t version) {
-    const std::vector<uint8_t> blob(1000, static_cast<uint8_t>(version));
+  void Publish(int64_t version, const std::vector<uint8_t>& blob) {
     publisher.Publish(version, blob.data(), blob.size());
   }
+  WeightsFollower::Prepare Prepare() {
+    return [this](const paramserver::WeightsBlob& blob, PreparedWeights* into) {
+      return actor->PrepareWeights(blob.version, blob.data(), blob.size(), into);
+    };
+  }
   // The first version Take returns within `seconds`.
-  std::optional<paramserver::WeightsBlob> TakeWithin(WeightsFollower& follower, double seconds) {
+  std::optional<PreparedWeights> TakeWithin(WeightsFollower& follower, double seconds) {
     const double start = core::NowSeconds();
     while (core::NowSeconds() - start < seconds) {
-      if (auto blob = follower.Take()) return blob;
+      auto taken = follower.Take();
+      REQUIRE(taken.ok());
+      if (*taken) return std::move(*taken);
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     return std::nullopt;
@@ -55,42 +94,81 @@ struct ServerFixture {
   std::pair<std::string, std::string> endpoints;
   paramserver::ParamServer server;
   paramserver::WeightsPublisher publisher;
+  std::unique_ptr<VectorActor> actor = SmallActor();
   std::atomic<bool> stop{false};
   std::thread serving;
 };
 
 TEST_CASE_FIXTURE(ServerFixture, "A follower started late fetches the latest version") {
-  Publish(3);
+  Publish(3, BlobOf(3));
   const double start = core::NowSeconds();
   while (server.latest_version() < 3 && core::NowSeconds() - start < 5) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   REQUIRE(server.latest_version() == 3);
-  WeightsFollower follower(context, endpoints.first, endpoints.second);
-  const auto blob = TakeWithin(follower, 5.0);
-  REQUIRE(blob.has_value());
-  CHECK(blob->version == 3);
-  CHECK(std::vector<uint8_t>(blob->data(), blob->data() + blob->size()) ==
-        std::vector<uint8_t>(1000, 3));
-  CHECK_FALSE(follower.Take().has_value());
+  WeightsFollower follower(context, endpoints.first, endpoints.second, Prepare());
+  auto weights = TakeWithin(follower, 5.0);
+  REQUIRE(weights.has_value());
+  CHECK(weights->version == 3);
+  CHECK(models::ToBlob(*weights->net) == BlobOf(3));
+  CHECK(weights->fast.has_value() == actor->fast_inference());
+  auto again = follower.Take();
+  REQUIRE(again.ok());
+  CHECK_FALSE(again->has_value());
 }
 
 TEST_CASE_FIXTURE(ServerFixture, "A follower hands over only the newest of the versions it got") {
-  WeightsFollower follower(context, endpoints.first, endpoints.second);
+  WeightsFollower follower(context, endpoints.first, endpoints.second, Prepare());
   // Before any publication there is nothing to take, and asking does not wait.
-  CHECK_FALSE(follower.Take().has_value());
+  CHECK_FALSE(follower.Take()->has_value());
   int64_t newest_taken = -1;
   const double start = core::NowSeconds();
   int64_t published = 0;
   while (newest_taken < 20 && core::NowSeconds() - start < 10) {
-    if (published < 20) Publish(++published);
+    if (published < 20) {
+      ++published;
+      Publish(published, BlobOf(published));
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    if (auto blob = follower.Take()) {
-      CHECK(blob->version > newest_taken);
-      newest_taken = blob->version;
+    auto taken = follower.Take();
+    REQUIRE(taken.ok());
+    if (*taken) {
+      CHECK((*taken)->version > newest_taken);
+      newest_taken = (*taken)->version;
+      CHECK(models::ToBlob(*(*taken)->net) == BlobOf(newest_taken));
+      follower.Recycle(std::move(**taken));
     }
   }
   CHECK(newest_taken == 20);
+}
+
+TEST_CASE_FIXTURE(ServerFixture, "A follower fills recycled weights instead of allocating") {
+  WeightsFollower follower(context, endpoints.first, endpoints.second, Prepare());
+  Publish(1, BlobOf(1));
+  auto first = TakeWithin(follower, 5.0);
+  REQUIRE(first.has_value());
+  const void* storage = first->net->parameters()[0].data_ptr();
+  follower.Recycle(std::move(*first));
+  Publish(2, BlobOf(2));
+  auto second = TakeWithin(follower, 5.0);
+  REQUIRE(second.has_value());
+  CHECK(second->version == 2);
+  CHECK(second->net->parameters()[0].data_ptr() == storage);
+  CHECK(models::ToBlob(*second->net) == BlobOf(2));
+}
+
+TEST_CASE_FIXTURE(ServerFixture, "A blob of another architecture reaches the actor as an error") {
+  WeightsFollower follower(context, endpoints.first, endpoints.second, Prepare());
+  models::QNetwork wider(kObs, kActions, std::vector<int>{32});
+  Publish(1, models::ToBlob(*wider));
+  const double start = core::NowSeconds();
+  Result<std::optional<PreparedWeights>> taken = follower.Take();
+  while (taken.ok() && core::NowSeconds() - start < 5) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    taken = follower.Take();
+  }
+  REQUIRE_FALSE(taken.ok());
+  CHECK(taken.status().message().find("different architecture") != std::string::npos);
 }
 
 }  // namespace
