@@ -3,15 +3,10 @@
 #include <chrono>
 #include <utility>
 
-#include "core/log.h"
-
 namespace ferry::actors {
 namespace {
 
 constexpr auto kPollPeriod = std::chrono::milliseconds(1);
-// How often to ask for the latest version while none has arrived (start-up,
-// or a paramserver that was down).
-constexpr double kFetchPeriodS = 1.0;
 
 }  // namespace
 
@@ -39,8 +34,7 @@ void WeightsFollower::Recycle(PreparedWeights weights) {
 void WeightsFollower::Run(const std::stop_token& stop) {
   // Made here: its sockets belong to this thread.
   paramserver::WeightsSubscriber subscriber(context_, endpoint_, broadcast_endpoint_);
-  subscriber.RequestLatest();
-  double last_fetch = core::NowSeconds();
+  subscriber.RequestLatest();  // Poll repeats it until a first version arrives.
   while (!stop.stop_requested()) {
     if (std::optional<paramserver::WeightsBlob> blob = subscriber.Poll()) {
       PreparedWeights weights;
@@ -57,9 +51,6 @@ void WeightsFollower::Run(const std::stop_token& stop) {
       }
       if (latest_) spare_ = std::move(latest_);  // Superseded before the actor took it.
       latest_ = std::move(weights);
-    } else if (subscriber.version() < 0 && core::NowSeconds() - last_fetch > kFetchPeriodS) {
-      subscriber.RequestLatest();
-      last_fetch = core::NowSeconds();
     }
     std::this_thread::sleep_for(kPollPeriod);
   }

@@ -2,8 +2,8 @@
 // acting loop spends no time on sockets, checksums or copies of a blob:
 //
 //   paramserver (PUB broadcast, or a fetch answer) -> WeightsSubscriber, polled
-//   by the follower thread every millisecond (and RequestLatest once a second
-//   until a first version arrives) -> Prepare (the blob copied into a network
+//   by the follower thread every millisecond (its RequestLatest repeated once
+//   a second until a first version arrives) -> Prepare (the blob copied into a network
 //   the actor can swap in, VectorActor::PrepareWeights) -> latest-only slot
 //   -> Take() on the actor -> VectorActor::AdoptWeights -> Recycle()
 //

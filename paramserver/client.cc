@@ -15,6 +15,8 @@ namespace {
 
 // The longest Publish waits for room in its send queue.
 constexpr int kPublishWaitMs = 50;
+// How often Poll repeats a RequestLatest while no version has arrived.
+constexpr double kRequestRepeatS = 1.0;
 
 // Checks a Weights message and returns its blob; counts a bad one in `rejected`.
 std::optional<WeightsBlob> ReadWeights(Result<Message> m, int64_t newer_than, int64_t* rejected) {
@@ -107,9 +109,13 @@ void WeightsSubscriber::RequestLatest() {
   std::vector<zmq::message_t> payload;
   payload.push_back(core::EncodeMeta(meta));
   core::Send(dealer_, MessageType::kFetchWeights, 0, next_sequence_++, std::move(payload));
+  last_request_ = core::NowSeconds();
 }
 
 std::optional<WeightsBlob> WeightsSubscriber::Poll() {
+  if (version_ < 0 && last_request_ >= 0 && core::NowSeconds() - last_request_ >= kRequestRepeatS) {
+    RequestLatest();
+  }
   std::optional<WeightsBlob> newest;
   auto take = [&](std::optional<WeightsBlob> blob) {
     if (blob && blob->version > version_) {

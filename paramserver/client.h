@@ -7,6 +7,9 @@
 // WeightsSubscriber (actor): Poll() never blocks; it returns the newest blob
 // that arrived on the broadcast (ZMQ_CONFLATE keeps only the latest) or as the
 // answer to RequestLatest(), the fetch used at start-up and after a reconnect.
+// Until a first version arrives, Poll repeats a RequestLatest once a second:
+// a server asked before it held weights does not answer later, and the
+// broadcast of its first version can pass a subscriber still connecting.
 // Each object is used from one thread.
 #ifndef FERRY_PARAMSERVER_CLIENT_H_
 #define FERRY_PARAMSERVER_CLIENT_H_
@@ -58,7 +61,8 @@ class WeightsSubscriber {
   zmq::socket_t dealer_;
   zmq::socket_t sub_;
   int64_t version_ = -1;
-  int64_t rejected_ = 0;  // Messages that failed a checksum or did not decode.
+  int64_t rejected_ = 0;      // Messages that failed a checksum or did not decode.
+  double last_request_ = -1;  // core::NowSeconds() of the last RequestLatest; -1: none.
   uint64_t next_sequence_ = 1;
 };
 

@@ -317,6 +317,21 @@ TEST_CASE_FIXTURE(ServerFixture, "A subscriber that does not poll gets only the 
 }
 
 TEST_CASE_FIXTURE(ServerFixture,
+                  "A subscriber that asked before there were weights gets the first version") {
+  // Its broadcast endpoint has no publisher: only the repeated fetch can bring the version.
+  WeightsSubscriber subscriber(context_, endpoint_, FreeTcpEndpoints().second);
+  subscriber.RequestLatest();  // The server holds nothing yet: its answer carries no version.
+  std::this_thread::sleep_for(milliseconds(100));
+  CHECK_FALSE(subscriber.Poll().has_value());
+  WeightsPublisher publisher(context_, endpoint_);
+  Publish(publisher, 1);
+  const auto blob = PollUntilVersion(subscriber, 1);
+  REQUIRE(blob.has_value());
+  CHECK(blob->version == 1);
+  CHECK(Bytes(*blob) == BlobOf(1));
+}
+
+TEST_CASE_FIXTURE(ServerFixture,
                   "A tree of relays hands every version down and refuses direct publications") {
   // root -> relay -> relay of relay, each with a subscriber of its own.
   ServerOptions relay_options = OptionsFor(FreeTcpEndpoints());
