@@ -430,6 +430,14 @@ int64_t Join(const Route& route, int64_t version, double deadline_s) {
   Die("receivers did not connect within the deadline");
 }
 
+// A weight blob of `bytes` random bytes (the same ones every call).
+std::vector<uint8_t> RandomBlob(size_t bytes) {
+  std::vector<uint8_t> blob(bytes);
+  std::mt19937_64 rng(8);
+  for (auto& b : blob) b = static_cast<uint8_t>(rng());
+  return blob;
+}
+
 // With `relays` > 0 the subscribers are spread over that many relay paramservers
 // (`ferry paramserver --upstream`) that follow the root one: one more hop each.
 void BroadcastBench(const Settings& s, size_t bytes, int subscribers, int relays = 0) {
@@ -444,9 +452,7 @@ void BroadcastBench(const Settings& s, size_t bytes, int subscribers, int relays
         .Print();
     return;
   }
-  std::vector<uint8_t> blob(bytes);
-  std::mt19937_64 rng(8);
-  for (auto& b : blob) b = static_cast<uint8_t>(rng());
+  const std::vector<uint8_t> blob = RandomBlob(bytes);
 
   zmq::context_t context(2);
   // ferry: publisher (this thread) -> ParamServer (its thread) [-> relays] -> subscribers.
@@ -572,9 +578,7 @@ void ServerMemoryBench(size_t bytes, int subscribers, int versions = 3) {
     server.Serve(g_child_stop);
     _exit(0);
   }
-  std::vector<uint8_t> blob(bytes);
-  std::mt19937_64 rng(8);
-  for (auto& b : blob) b = static_cast<uint8_t>(rng());
+  const std::vector<uint8_t> blob = RandomBlob(bytes);
   double idle_mb = 0;
   {
     zmq::context_t context(2);

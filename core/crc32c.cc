@@ -159,8 +159,9 @@ uint32_t Crc32cConcat(uint32_t crc_a, uint32_t crc_b, uint64_t size_b) {
   return MultiplyModP(crc_a, XPowModP(8 * size_b)) ^ crc_b;
 }
 
+// crc_ab = shifted(crc_a) ^ crc_b, so crc_b = shifted(crc_a) ^ crc_ab: the same combination.
 uint32_t Crc32cSuffix(uint32_t crc_ab, uint32_t crc_a, uint64_t size_b) {
-  return MultiplyModP(crc_a, XPowModP(8 * size_b)) ^ crc_ab;
+  return Crc32cConcat(crc_a, crc_ab, size_b);
 }
 
 namespace internal {

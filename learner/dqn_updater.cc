@@ -104,8 +104,7 @@ DqnUpdater::DqnUpdater(const UpdaterOptions& options, torch::Device device)
       device_(device),
       online_(options.obs_dim, options.num_actions, options.hidden),
       target_(options.obs_dim, options.num_actions, options.hidden),
-      optimizer_(online_->parameters(), torch::optim::AdamOptions(options.learning_rate)),
-      learning_rate_(options.learning_rate) {
+      optimizer_(online_->parameters(), torch::optim::AdamOptions(options.learning_rate)) {
   models::CopyParameters(*online_, *target_);
   online_->to(device_);
   target_->to(device_);
@@ -131,11 +130,15 @@ void DqnUpdater::UnpackGradients(const float* in) {
 void DqnUpdater::ScheduleLearningRate(int64_t env_steps) {
   const double progress = std::clamp(
       static_cast<double>(env_steps) / static_cast<double>(options_.decay_env_steps), 0.0, 1.0);
-  learning_rate_ =
+  const double rate =
       options_.learning_rate * (1.0 - (1.0 - options_.learning_rate_final_fraction) * progress);
   for (auto& group : optimizer_.param_groups()) {
-    static_cast<torch::optim::AdamOptions&>(group.options()).lr(learning_rate_);
+    static_cast<torch::optim::AdamOptions&>(group.options()).lr(rate);
   }
+}
+
+double DqnUpdater::learning_rate() {
+  return static_cast<torch::optim::AdamOptions&>(optimizer_.param_groups().front().options()).lr();
 }
 
 void DqnUpdater::ApplyGradients() {

@@ -60,7 +60,7 @@ class DqnUpdater {
   void UnpackGradients(const float* in);
   // Sets the learning rate for `env_steps` steps taken so far (options' linear schedule).
   void ScheduleLearningRate(int64_t env_steps);
-  double learning_rate() const { return learning_rate_; }
+  double learning_rate();
   // Clipped Adam step; copies online -> target every target_update_period.
   void ApplyGradients();
 
@@ -81,7 +81,6 @@ class DqnUpdater {
   models::QNetwork online_;
   models::QNetwork target_;
   torch::optim::Adam optimizer_;
-  double learning_rate_;
   int64_t updates_ = 0;
 };
 

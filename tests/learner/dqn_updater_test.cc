@@ -1,8 +1,7 @@
 #include "learner/dqn_updater.h"
 
-#include <torch/torch.h>
-
 #include <doctest/doctest.h>
+#include <torch/torch.h>
 
 namespace ferry::learner {
 namespace {
