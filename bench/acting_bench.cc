@@ -19,10 +19,12 @@
 //              WeightsPublisher::Publish through a ParamServer until 1, 16, 64
 //              WeightsSubscriber threads (each its own sockets, loopback TCP)
 //              hold the new version; and 10 MB to 64 subscribers spread over 4
-//              relay ParamServers (one more hop)
+//              relay ParamServers (one more hop). Blobs over 1 MB are fetched
+//              in chunks; the 10 MB cases again with every blob sent whole
 //                vs raw ZeroMQ PUB -> SUB of the same bytes, reps alternated
 //   server_memory  the root paramserver's peak resident memory (a child process)
-//              while 10 MB blobs reach 16 and 64 subscribers, 100 MB ones 16
+//              while 10 MB blobs reach 16 and 64 subscribers, 100 MB ones 16,
+//              chunked and whole
 //                vs its resident memory before the first blob, and beside the
 //                blob times the subscribers (what a copy per subscriber needs)
 //   step_gap   the longest pause between an actor's steps (a 10 MB model,
@@ -382,10 +384,11 @@ class Receivers {
 // serving on its own thread until destroyed.
 class ServingParamServer {
  public:
-  explicit ServingParamServer(zmq::context_t& context,
-                              const ServingParamServer* upstream = nullptr) {
+  ServingParamServer(zmq::context_t& context, uint64_t chunk_bytes,
+                     const ServingParamServer* upstream = nullptr) {
     paramserver::ServerOptions options;
     std::tie(options.endpoint, options.broadcast_endpoint) = FreeTcpEndpoints();
+    options.chunk_bytes = chunk_bytes;
     if (upstream != nullptr) {
       options.upstream_endpoint = upstream->endpoint();
       options.upstream_broadcast_endpoint = upstream->broadcast_endpoint();
@@ -440,7 +443,9 @@ std::vector<uint8_t> RandomBlob(size_t bytes) {
 
 // With `relays` > 0 the subscribers are spread over that many relay paramservers
 // (`ferry paramserver --upstream`) that follow the root one: one more hop each.
-void BroadcastBench(const Settings& s, size_t bytes, int subscribers, int relays = 0) {
+// Blobs over `chunk_bytes` are fetched in chunks; kMaxBlobBytes sends every blob whole.
+void BroadcastBench(const Settings& s, size_t bytes, int subscribers, int relays = 0,
+                    uint64_t chunk_bytes = paramserver::kChunkBytes) {
   const double available =
       static_cast<double>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
   // Each subscriber holds its own copy: the message it received (the blob is a view of it).
@@ -456,10 +461,10 @@ void BroadcastBench(const Settings& s, size_t bytes, int subscribers, int relays
 
   zmq::context_t context(2);
   // ferry: publisher (this thread) -> ParamServer (its thread) [-> relays] -> subscribers.
-  const ServingParamServer root(context);
+  const ServingParamServer root(context, chunk_bytes);
   std::vector<std::unique_ptr<ServingParamServer>> relay_servers;
   for (int r = 0; r < relays; ++r) {
-    relay_servers.push_back(std::make_unique<ServingParamServer>(context, &root));
+    relay_servers.push_back(std::make_unique<ServingParamServer>(context, chunk_bytes, &root));
   }
   std::vector<const ServingParamServer*> serving = {&root};
   if (relays > 0) serving.clear();
@@ -533,6 +538,7 @@ void BroadcastBench(const Settings& s, size_t bytes, int subscribers, int relays
       .Add("blob_bytes", static_cast<int64_t>(bytes))
       .Add("subscribers", subscribers)
       .Add("relays", relays)
+      .Add("chunked", bytes > chunk_bytes)
       .Add("value", Summarize(all[0]).median * 1e3)
       .Add("unit", "ms from Publish until every subscriber holds the version (median of reps)")
       .Add("median_subscriber_ms", Summarize(median[0]).median * 1e3)
@@ -562,7 +568,8 @@ std::atomic<bool> g_child_stop{false};
 
 // The root ParamServer in a child process of its own, so its memory can be read apart from the
 // publisher's and the subscribers'; `versions` blobs of `bytes` go through it to `subscribers`.
-void ServerMemoryBench(size_t bytes, int subscribers, int versions = 3) {
+void ServerMemoryBench(size_t bytes, int subscribers,
+                       uint64_t chunk_bytes = paramserver::kChunkBytes, int versions = 3) {
   std::string endpoint, broadcast_endpoint;
   std::tie(endpoint, broadcast_endpoint) = FreeTcpEndpoints();
   const pid_t child = fork();
@@ -573,6 +580,7 @@ void ServerMemoryBench(size_t bytes, int subscribers, int versions = 3) {
     paramserver::ServerOptions options;
     options.endpoint = endpoint;
     options.broadcast_endpoint = broadcast_endpoint;
+    options.chunk_bytes = chunk_bytes;
     paramserver::ParamServer server(context, options);
     if (!server.Bind().ok()) _exit(1);
     server.Serve(g_child_stop);
@@ -613,6 +621,7 @@ void ServerMemoryBench(size_t bytes, int subscribers, int versions = 3) {
   JsonLine("server_memory")
       .Add("blob_bytes", static_cast<int64_t>(bytes))
       .Add("subscribers", subscribers)
+      .Add("chunked", bytes > chunk_bytes)
       .Add("versions", versions)
       .Add("value", peak_mb - idle_mb)
       .Add("unit", "MB the paramserver process's peak resident memory grew by")
@@ -643,7 +652,7 @@ GapStats ActorGaps(double seconds, double period_s) {
   auto actor = MakeActor(CartPoleActor(8, hidden, actors::Inference::kAuto), weights);
 
   zmq::context_t context(2);
-  const ServingParamServer server(context);
+  const ServingParamServer server(context, paramserver::kChunkBytes);
   std::atomic<bool> stop{false};
   actors::VectorActor& acting = *actor;
   actors::WeightsFollower follower(
@@ -759,9 +768,16 @@ int Main(int argc, char** argv) {
       for (int subscribers : {1, 16, 64}) BroadcastBench(s, bytes, subscribers);
     }
     BroadcastBench(s, size_t{10} << 20, 64, /*relays=*/4);
-    ServerMemoryBench(size_t{10} << 20, 16);
-    ServerMemoryBench(size_t{10} << 20, 64);
-    ServerMemoryBench(size_t{100} << 20, 16);
+    // The same blobs sent whole, one frame shared by every subscriber, for comparison.
+    for (int subscribers : {16, 64}) {
+      BroadcastBench(s, size_t{10} << 20, subscribers, 0, paramserver::kMaxBlobBytes);
+    }
+    BroadcastBench(s, size_t{10} << 20, 64, /*relays=*/4, paramserver::kMaxBlobBytes);
+    for (uint64_t chunk_bytes : {paramserver::kChunkBytes, paramserver::kMaxBlobBytes}) {
+      ServerMemoryBench(size_t{10} << 20, 16, chunk_bytes);
+      ServerMemoryBench(size_t{10} << 20, 64, chunk_bytes);
+      ServerMemoryBench(size_t{100} << 20, 16, chunk_bytes);
+    }
   }
   if (only.empty() || only == "step_gap") StepGapBench(s);
   JsonLine("done").Add("seconds", core::NowSeconds() - start).Add("load1", Load1()).Print();

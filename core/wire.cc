@@ -14,7 +14,7 @@ constexpr size_t kMaxErrorText = 1024;
 
 bool KnownType(uint16_t t) {
   return t >= static_cast<uint16_t>(MessageType::kInsertBatch) &&
-         t <= static_cast<uint16_t>(MessageType::kInspectReply);
+         t <= static_cast<uint16_t>(MessageType::kWeightsChunk);
 }
 
 Header MakeHeader(MessageType type, uint32_t sender, uint64_t sequence,
@@ -88,6 +88,12 @@ const char* MessageTypeName(MessageType type) {
       return "InspectRequest";
     case MessageType::kInspectReply:
       return "InspectReply";
+    case MessageType::kWeightsAnnounce:
+      return "WeightsAnnounce";
+    case MessageType::kFetchChunk:
+      return "FetchChunk";
+    case MessageType::kWeightsChunk:
+      return "WeightsChunk";
   }
   return "Unknown";
 }

@@ -26,7 +26,8 @@ namespace ferry::core {
 
 inline constexpr uint32_t kMagic = 0x59525246;  // "FRRY" little-endian.
 // 2: InsertAck carries durability (replay/protocol.h).
-inline constexpr uint16_t kProtocolVersion = 2;
+// 3: weight blobs over a chunk size are announced and fetched in chunks (paramserver/protocol.h).
+inline constexpr uint16_t kProtocolVersion = 3;
 inline constexpr size_t kHeaderBytes = 32;
 inline constexpr size_t kMaxPayloadFrames = 64;
 
@@ -45,6 +46,9 @@ enum class MessageType : uint16_t {
   kError = 12,
   kInspectRequest = 13,
   kInspectReply = 14,
+  kWeightsAnnounce = 15,
+  kFetchChunk = 16,
+  kWeightsChunk = 17,
 };
 const char* MessageTypeName(MessageType type);
 

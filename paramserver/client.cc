@@ -1,5 +1,8 @@
 #include "paramserver/client.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "core/crc32c.h"
 #include "core/curve.h"
 #include "core/log.h"
@@ -17,6 +20,8 @@ namespace {
 constexpr int kPublishWaitMs = 50;
 // How often Poll repeats a RequestLatest while no version has arrived.
 constexpr double kRequestRepeatS = 1.0;
+// How long a chunked fetch waits for an answer before it asks again.
+constexpr double kChunkRetryS = 1.0;
 
 // Checks a Weights message and returns its blob; counts a bad one in `rejected`.
 std::optional<WeightsBlob> ReadWeights(Result<Message> m, int64_t newer_than, int64_t* rejected) {
@@ -64,7 +69,7 @@ void WeightsPublisher::Publish(int64_t version, const void* data, size_t bytes) 
   std::vector<zmq::message_t> payload;
   payload.push_back(core::EncodeMeta(meta));
   payload.emplace_back(data, bytes);
-  const uint32_t payload_crc = PayloadChecksum(payload[0], meta);
+  const uint32_t payload_crc = PayloadChecksum(payload[0], meta.checksum, meta.bytes);
   core::Send(socket_, MessageType::kPublishWeights, 0, static_cast<uint64_t>(version),
              std::move(payload), nullptr, payload_crc);
 }
@@ -113,26 +118,125 @@ void WeightsSubscriber::RequestLatest() {
 }
 
 std::optional<WeightsBlob> WeightsSubscriber::Poll() {
-  if (version_ < 0 && last_request_ >= 0 && core::NowSeconds() - last_request_ >= kRequestRepeatS) {
+  if (version_ < 0 && !fetch_ && last_request_ >= 0 &&
+      core::NowSeconds() - last_request_ >= kRequestRepeatS) {
     RequestLatest();
   }
   std::optional<WeightsBlob> newest;
-  auto take = [&](std::optional<WeightsBlob> blob) {
-    if (blob && blob->version > version_) {
-      version_ = blob->version;
-      newest = std::move(blob);
-    }
-  };
   zmq::message_t packed;
   while (sub_.recv(packed, zmq::recv_flags::dontwait)) {
-    take(ReadWeights(core::Unpack(std::move(packed)), version_, &rejected_));
+    Receive(core::Unpack(std::move(packed)), &newest);
   }
   while (true) {
     auto frames = core::ReceiveFrames(dealer_);
     if (frames.empty()) break;
-    take(ReadWeights(core::Decode(std::move(frames)), version_, &rejected_));
+    Receive(core::Decode(std::move(frames)), &newest);
   }
+  AdvanceFetch();
   return newest;
+}
+
+void WeightsSubscriber::Receive(Result<Message> m, std::optional<WeightsBlob>* newest) {
+  if (!m.ok()) {  // Damaged on the way (its wire checksum) or not a ferry message.
+    ++rejected_;
+    return;
+  }
+  switch (m->header.type) {
+    case MessageType::kWeights:
+      Take(ReadWeights(std::move(m), version_, &rejected_), newest);
+      break;
+    case MessageType::kWeightsAnnounce:
+      OnAnnounce(*m);
+      break;
+    case MessageType::kWeightsChunk:
+      OnChunk(*m, newest);
+      break;
+    default:
+      break;
+  }
+}
+
+void WeightsSubscriber::Take(std::optional<WeightsBlob> blob, std::optional<WeightsBlob>* newest) {
+  if (!blob || blob->version <= version_) return;
+  version_ = blob->version;
+  *newest = std::move(blob);
+  if (fetch_ && fetch_->meta.version <= version_) fetch_.reset();
+}
+
+void WeightsSubscriber::OnAnnounce(const Message& m) {
+  WeightsMeta meta;
+  if (!core::DecodeMeta(m, &meta).ok() || m.payload.size() != 1 || meta.chunk_bytes == 0 ||
+      meta.bytes > kMaxBlobBytes) {
+    ++rejected_;
+    return;
+  }
+  if (meta.version > announced_.version) announced_ = meta;
+}
+
+void WeightsSubscriber::OnChunk(Message& m, std::optional<WeightsBlob>* newest) {
+  ChunkMeta chunk;
+  if (!core::DecodeMeta(m, &chunk).ok() || m.payload.size() > 2) {
+    ++rejected_;
+    return;
+  }
+  if (!fetch_ || chunk.version != fetch_->meta.version) return;  // Of a fetch given up.
+  ChunkedFetch& fetch = *fetch_;
+  if (m.payload.size() == 1) {  // The server no longer keeps this version: ask for its latest.
+    fetch_.reset();
+    RequestLatest();
+    return;
+  }
+  if (chunk.offset != fetch.received) return;  // Answer to a request asked again.
+  const uint64_t size = std::min(fetch.meta.chunk_bytes, fetch.meta.bytes - fetch.received);
+  // A chunk of the wrong size, or a blob whose chunks do not add up to its checksum, is
+  // refused; its version is not fetched again, a newer announcement starts the next fetch.
+  auto refuse = [&] {
+    ++rejected_;
+    refused_version_ = fetch.meta.version;
+    fetch_.reset();
+  };
+  if (m.payload[1].size() != size) return refuse();
+  std::memcpy(fetch.blob.data<uint8_t>() + fetch.received, m.payload[1].data(), size);
+  fetch.checksum = core::Crc32cConcat(fetch.checksum, BlobChecksum(m), size);
+  fetch.received += size;
+  fetch.progressed_at = core::NowSeconds();
+  if (fetch.received < fetch.meta.bytes) return RequestChunks();
+  if (fetch.checksum != fetch.meta.checksum) return refuse();
+  WeightsBlob blob{fetch.meta.version, fetch.checksum, std::move(fetch.blob)};
+  fetch_.reset();
+  Take(std::move(blob), newest);
+}
+
+void WeightsSubscriber::AdvanceFetch() {
+  const double now = core::NowSeconds();
+  if (!fetch_ && announced_.version > std::max(version_, refused_version_)) {
+    fetch_.emplace();
+    fetch_->meta = announced_;
+    fetch_->blob = zmq::message_t(announced_.bytes);
+    fetch_->progressed_at = now;
+    RequestChunks();
+  } else if (fetch_ && now - fetch_->progressed_at >= kChunkRetryS &&
+             (dealer_.get(zmq::sockopt::events) & ZMQ_POLLOUT)) {
+    // Unanswered for a while (the server restarted, or its replies were lost): ask again
+    // for every chunk not in place, unless the server is not even taking requests.
+    fetch_->requested = fetch_->received;
+    fetch_->progressed_at = now;
+    RequestChunks();
+  }
+}
+
+void WeightsSubscriber::RequestChunks() {
+  ChunkedFetch& fetch = *fetch_;
+  const uint64_t window = kChunkWindow * fetch.meta.chunk_bytes;
+  while (fetch.requested < fetch.meta.bytes && fetch.requested - fetch.received < window) {
+    ChunkMeta chunk;
+    chunk.version = fetch.meta.version;
+    chunk.offset = fetch.requested;
+    std::vector<zmq::message_t> payload;
+    payload.push_back(core::EncodeMeta(chunk));
+    core::Send(dealer_, MessageType::kFetchChunk, 0, next_sequence_++, std::move(payload));
+    fetch.requested = std::min(fetch.meta.bytes, fetch.requested + fetch.meta.chunk_bytes);
+  }
 }
 
 }  // namespace ferry::paramserver

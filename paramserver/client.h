@@ -10,6 +10,11 @@
 // Until a first version arrives, Poll repeats a RequestLatest once a second:
 // a server asked before it held weights does not answer later, and the
 // broadcast of its first version can pass a subscriber still connecting.
+// A blob announced in chunks is fetched by Poll itself, kChunkWindow chunks in
+// flight, into one buffer: a fetch under way is finished before the newest
+// announced version is started (so versions published faster than a fetch takes
+// cannot starve it), unless the server has dropped its version. Chunks asked
+// for and not answered within a second are asked for again.
 // Each object is used from one thread.
 #ifndef FERRY_PARAMSERVER_CLIENT_H_
 #define FERRY_PARAMSERVER_CLIENT_H_
@@ -21,6 +26,8 @@
 #include <zmq.hpp>
 
 #include "core/status.h"
+#include "core/wire.h"
+#include "paramserver/protocol.h"
 
 namespace ferry::paramserver {
 
@@ -54,14 +61,39 @@ class WeightsSubscriber {
   // The newest blob newer than any returned before, if one is waiting.
   std::optional<WeightsBlob> Poll();
   int64_t version() const { return version_; }
+  // The version being fetched in chunks; -1: none.
+  int64_t fetching_version() const { return fetch_ ? fetch_->meta.version : -1; }
   int64_t rejected() const { return rejected_; }
 
+  static constexpr int kChunkWindow = 4;
+
  private:
+  // A chunked version being assembled; chunks arrive in order into `blob`.
+  struct ChunkedFetch {
+    WeightsMeta meta;
+    zmq::message_t blob;
+    uint64_t received = 0;     // Bytes in place.
+    uint64_t requested = 0;    // Bytes asked for.
+    uint32_t checksum = 0;     // CRC32C of the bytes in place.
+    double progressed_at = 0;  // core::NowSeconds() of the last request or chunk.
+  };
+
+  void Receive(Result<core::Message> m, std::optional<WeightsBlob>* newest);
+  void Take(std::optional<WeightsBlob> blob, std::optional<WeightsBlob>* newest);
+  void OnAnnounce(const core::Message& m);
+  void OnChunk(core::Message& m, std::optional<WeightsBlob>* newest);
+  // Starts, re-asks or continues the chunked fetch as its state requires.
+  void AdvanceFetch();
+  void RequestChunks();
+
   std::string endpoint_;
   zmq::socket_t dealer_;
   zmq::socket_t sub_;
   int64_t version_ = -1;
-  int64_t rejected_ = 0;      // Messages that failed a checksum or did not decode.
+  int64_t rejected_ = 0;          // Messages that failed a checksum or did not decode.
+  WeightsMeta announced_;         // The newest chunked version announced (version -1: none).
+  int64_t refused_version_ = -1;  // Its chunks did not match its checksum: not fetched again.
+  std::optional<ChunkedFetch> fetch_;
   double last_request_ = -1;  // core::NowSeconds() of the last RequestLatest; -1: none.
   uint64_t next_sequence_ = 1;
 };

@@ -1,5 +1,7 @@
 #include "paramserver/server.h"
 
+#include <algorithm>
+#include <iterator>
 #include <optional>
 
 #include "core/curve.h"
@@ -10,6 +12,15 @@ namespace ferry::paramserver {
 
 using core::Message;
 using core::MessageType;
+
+namespace {
+
+// ZeroMQ's release of a chunk reply: drops the reference that kept the blob alive.
+void ReleaseBlob(void* /*data*/, void* owner) {
+  delete static_cast<std::shared_ptr<zmq::message_t>*>(owner);
+}
+
+}  // namespace
 
 ParamServer::ParamServer(zmq::context_t& context, ServerOptions options)
     : context_(context),
@@ -53,7 +64,7 @@ void ParamServer::Serve(const std::atomic<bool>& stop) {
         meta.version = blob->version;
         meta.bytes = blob->size();
         meta.checksum = blob->checksum;  // Verified by the subscriber.
-        Adopt(meta, blob->frame);
+        Adopt(meta, std::move(blob->frame));
       }
     }
     if (!(item.revents & ZMQ_POLLIN)) continue;
@@ -71,6 +82,8 @@ void ParamServer::Serve(const std::atomic<bool>& stop) {
           status = HandlePublish(routing_id, *m);
         } else if (m->header.type == MessageType::kFetchWeights) {
           HandleFetch(routing_id, *m);
+        } else if (m->header.type == MessageType::kFetchChunk) {
+          status = HandleFetchChunk(routing_id, *m);
         } else {
           status = InvalidArgument(std::string("the paramserver does not accept ") +
                                    core::MessageTypeName(m->header.type));
@@ -98,40 +111,110 @@ Status ParamServer::HandlePublish(const zmq::message_t& routing_id, Message& m) 
   if (BlobChecksum(m) != meta.checksum) {
     return InvalidArgument("PublishWeights: blob checksum mismatch");
   }
-  if (meta.version <= meta_.version) {
+  if (meta.version <= latest_meta().version) {
     return InvalidArgument("PublishWeights: version " + std::to_string(meta.version) +
-                           " is not newer than " + std::to_string(meta_.version));
+                           " is not newer than " + std::to_string(latest_meta().version));
   }
   std::vector<zmq::message_t> ack;
   ack.push_back(core::EncodeMeta(meta));
   core::Send(router_, MessageType::kPublishAck, 0, m.header.sequence, std::move(ack), &routing_id);
-  Adopt(meta, m.payload[1]);
+  Adopt(meta, std::move(m.payload[1]));
   return Status::Ok();
 }
 
-void ParamServer::Adopt(const WeightsMeta& meta, zmq::message_t& blob) {
-  meta_ = meta;
-  blob_.copy(blob);
+void ParamServer::Adopt(WeightsMeta meta, zmq::message_t blob) {
+  meta.chunk_bytes = meta.bytes > options_.chunk_bytes ? options_.chunk_bytes : 0;
+  Kept& kept = kept_[meta.version];
+  kept.meta = meta;
+  kept.blob = std::make_shared<zmq::message_t>(std::move(blob));
+  if (meta.chunk_bytes > 0) {
+    kept.chunk_checksums.resize((meta.bytes + meta.chunk_bytes - 1) / meta.chunk_bytes);
+  }
+  ForgetOldVersions();
   latest_version_.store(meta.version);
-  const std::vector<zmq::message_t> payload = LatestPayload();
-  pub_.send(core::Pack(MessageType::kWeights, 0, static_cast<uint64_t>(meta_.version), payload,
-                       PayloadChecksum(payload[0], meta_)),
+  std::vector<zmq::message_t> payload;
+  uint32_t crc = 0;
+  const MessageType type = LatestPayload(&payload, &crc);
+  pub_.send(core::Pack(type, 0, static_cast<uint64_t>(meta.version), payload, crc),
             zmq::send_flags::dontwait);
 }
 
-void ParamServer::HandleFetch(const zmq::message_t& routing_id, const Message& m) {
-  std::vector<zmq::message_t> payload = LatestPayload();
-  const uint32_t payload_crc = PayloadChecksum(payload[0], meta_);
-  core::Send(router_, MessageType::kWeights, 0, m.header.sequence, std::move(payload), &routing_id,
-             payload_crc);
+void ParamServer::ForgetOldVersions() {
+  const double now = core::NowSeconds();
+  const int64_t latest = kept_.rbegin()->first;
+  for (auto it = kept_.begin(); it != kept_.end();) {
+    const bool fetching =
+        it->second.fetched_at >= 0 && now - it->second.fetched_at <= options_.keep_fetched_s;
+    it = it->first == latest || fetching ? std::next(it) : kept_.erase(it);
+  }
+  while (kept_.size() > kMaxKeptVersions) {
+    auto oldest_fetch = kept_.begin();
+    for (auto it = kept_.begin(); it->first != latest; ++it) {
+      if (it->second.fetched_at < oldest_fetch->second.fetched_at) oldest_fetch = it;
+    }
+    kept_.erase(oldest_fetch);
+  }
 }
 
-std::vector<zmq::message_t> ParamServer::LatestPayload() const {
+const WeightsMeta& ParamServer::latest_meta() const {
+  static const WeightsMeta kNone;  // Version -1: nothing published yet.
+  return kept_.empty() ? kNone : kept_.rbegin()->second.meta;
+}
+
+void ParamServer::HandleFetch(const zmq::message_t& routing_id, const Message& m) {
   std::vector<zmq::message_t> payload;
-  payload.push_back(core::EncodeMeta(meta_));
-  payload.emplace_back();
-  payload.back().copy(blob_);
-  return payload;
+  uint32_t crc = 0;
+  const MessageType type = LatestPayload(&payload, &crc);
+  core::Send(router_, type, 0, m.header.sequence, std::move(payload), &routing_id, crc);
+}
+
+Status ParamServer::HandleFetchChunk(const zmq::message_t& routing_id, const Message& m) {
+  ChunkMeta request;
+  FERRY_RETURN_IF_ERROR(core::DecodeMeta(m, &request));
+  std::vector<zmq::message_t> payload;
+  payload.push_back(core::EncodeMeta(request));
+  auto found = kept_.find(request.version);
+  if (found == kept_.end()) {  // Superseded and dropped: the reply carries no bytes.
+    core::Send(router_, MessageType::kWeightsChunk, 0, m.header.sequence, std::move(payload),
+               &routing_id);
+    return Status::Ok();
+  }
+  Kept& kept = found->second;
+  const uint64_t chunk = kept.meta.chunk_bytes;
+  if (chunk == 0) {
+    return InvalidArgument("FetchChunk: version " + std::to_string(request.version) +
+                           " is sent whole, not in chunks");
+  }
+  if (request.offset % chunk != 0 || request.offset >= kept.meta.bytes) {
+    return InvalidArgument("FetchChunk: offset " + std::to_string(request.offset) +
+                           " is not a chunk of version " + std::to_string(request.version) + " (" +
+                           std::to_string(kept.meta.bytes) + " bytes in chunks of " +
+                           std::to_string(chunk) + ")");
+  }
+  const uint64_t size = std::min(chunk, kept.meta.bytes - request.offset);
+  uint8_t* data = kept.blob->data<uint8_t>() + request.offset;
+  std::optional<uint32_t>& checksum = kept.chunk_checksums[request.offset / chunk];
+  if (!checksum) checksum = core::Crc32c(0, data, size);
+  kept.fetched_at = core::NowSeconds();
+  const uint32_t crc = PayloadChecksum(payload[0], *checksum, size);
+  // A view of the stored blob that keeps it alive until ZeroMQ has sent it.
+  payload.emplace_back(data, size, &ReleaseBlob, new std::shared_ptr<zmq::message_t>(kept.blob));
+  core::Send(router_, MessageType::kWeightsChunk, 0, m.header.sequence, std::move(payload),
+             &routing_id, crc);
+  return Status::Ok();
+}
+
+MessageType ParamServer::LatestPayload(std::vector<zmq::message_t>* payload, uint32_t* crc) const {
+  const WeightsMeta& meta = latest_meta();
+  payload->push_back(core::EncodeMeta(meta));
+  if (meta.chunk_bytes > 0) {
+    *crc = core::Crc32c(0, payload->front().data(), payload->front().size());
+    return MessageType::kWeightsAnnounce;
+  }
+  payload->emplace_back();
+  if (!kept_.empty()) payload->back().copy(*kept_.rbegin()->second.blob);  // Shared, not copied.
+  *crc = PayloadChecksum(payload->front(), meta.checksum, meta.bytes);
+  return MessageType::kWeights;
 }
 
 }  // namespace ferry::paramserver

@@ -1,11 +1,17 @@
 // The parameter server: keeps the latest versioned weight blob and spreads it.
 //
 //   PublishWeights (ROUTER) -> checksum verified -> stored as latest (older
-//   versions refused) -> PublishAck -> one packed Weights frame on PUB
-//   FetchWeights (ROUTER)   -> Weights reply with the latest blob
+//   versions refused) -> PublishAck -> one packed Weights frame on PUB, or for
+//   a blob over options.chunk_bytes a WeightsAnnounce
+//   FetchWeights (ROUTER)   -> the latest: Weights, or WeightsAnnounce
+//   FetchChunk (ROUTER)     -> WeightsChunk, a view of the stored blob
 //
 // Subscribers set ZMQ_CONFLATE, so a slow actor holds only the newest version
-// and never a queue of old ones. Serve() runs on one thread and owns both
+// and never a queue of old ones. A chunked version stays fetchable while
+// subscribers fetch it: the server keeps the latest version plus, at most
+// kMaxKeptVersions - 1 older ones, each fetched within options.keep_fetched_s;
+// a FetchChunk for any other version is answered with an empty WeightsChunk and
+// the subscriber moves to the latest. Serve() runs on one thread and owns both
 // sockets; latest_version() may be read from any thread.
 //
 // A relay (ServerOptions::upstream_endpoint set) takes no publications: it
@@ -17,7 +23,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 #include <zmq.hpp>
 
 #include "core/status.h"
@@ -30,6 +40,8 @@ struct ServerOptions {
   std::string endpoint;            // ROUTER: publish and fetch.
   std::string broadcast_endpoint;  // PUB.
   uint64_t max_blob_bytes = kMaxBlobBytes;
+  uint64_t chunk_bytes = kChunkBytes;  // Larger blobs are announced and fetched in chunks.
+  double keep_fetched_s = 2.0;         // An older chunked version fetched this recently is kept.
   // Relay mode: the upstream paramserver's ROUTER and PUB endpoints (empty: a root server).
   std::string upstream_endpoint;
   std::string upstream_broadcast_endpoint;
@@ -37,6 +49,8 @@ struct ServerOptions {
 
 class ParamServer {
  public:
+  static constexpr size_t kMaxKeptVersions = 4;
+
   ParamServer(zmq::context_t& context, ServerOptions options);
   Status Bind();
   void Serve(const std::atomic<bool>& stop);
@@ -44,11 +58,24 @@ class ParamServer {
   int64_t bad_messages() const { return bad_messages_.load(); }
 
  private:
+  // A version held for broadcast and fetches.
+  struct Kept {
+    WeightsMeta meta;  // chunk_bytes > 0: fetched in chunks.
+    std::shared_ptr<zmq::message_t> blob;
+    std::vector<std::optional<uint32_t>> chunk_checksums;  // Each computed at its first fetch.
+    double fetched_at = -1;                                // core::NowSeconds(); -1: never.
+  };
+
   Status HandlePublish(const zmq::message_t& routing_id, core::Message& m);
-  // Makes `blob` the latest version and broadcasts it.
-  void Adopt(const WeightsMeta& meta, zmq::message_t& blob);
+  // Makes `blob` the latest version and broadcasts it (or announces it).
+  void Adopt(WeightsMeta meta, zmq::message_t blob);
+  // Drops older versions no subscriber is fetching, down to kMaxKeptVersions.
+  void ForgetOldVersions();
   void HandleFetch(const zmq::message_t& routing_id, const core::Message& m);
-  std::vector<zmq::message_t> LatestPayload() const;
+  Status HandleFetchChunk(const zmq::message_t& routing_id, const core::Message& m);
+  // The latest version's message, Weights or WeightsAnnounce, and its payload checksum.
+  core::MessageType LatestPayload(std::vector<zmq::message_t>* payload, uint32_t* crc) const;
+  const WeightsMeta& latest_meta() const;
 
   bool relay() const { return !options_.upstream_endpoint.empty(); }
 
@@ -56,8 +83,7 @@ class ParamServer {
   ServerOptions options_;
   zmq::socket_t router_;
   zmq::socket_t pub_;
-  WeightsMeta meta_;
-  mutable zmq::message_t blob_;  // copy() shares it by reference count.
+  std::map<int64_t, Kept> kept_;  // By version; the last is the latest.
   std::atomic<int64_t> latest_version_{-1};
   std::atomic<int64_t> bad_messages_{0};
 };

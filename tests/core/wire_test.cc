@@ -187,8 +187,8 @@ TEST_CASE("Decode rejects malformed messages") {
   }
   SUBCASE("unknown type above the range") {
     Header h = valid;
-    h.type = static_cast<MessageType>(static_cast<uint16_t>(MessageType::kInspectReply) + 1);
-    CheckRejected(Decode(Frames(h, SamplePayload())), "unknown message type 15");
+    h.type = static_cast<MessageType>(static_cast<uint16_t>(MessageType::kWeightsChunk) + 1);
+    CheckRejected(Decode(Frames(h, SamplePayload())), "unknown message type 18");
   }
   SUBCASE("payload shorter than the header says") {
     Header h = valid;

@@ -54,8 +54,8 @@ std::vector<uint8_t> BlobOf(int64_t version, size_t bytes = 4096) {
   return blob;
 }
 
-void Publish(WeightsPublisher& publisher, int64_t version) {
-  const std::vector<uint8_t> blob = BlobOf(version);
+void Publish(WeightsPublisher& publisher, int64_t version, size_t bytes = 4096) {
+  const std::vector<uint8_t> blob = BlobOf(version, bytes);
   publisher.Publish(version, blob.data(), blob.size());
 }
 
@@ -100,22 +100,24 @@ class RunningServer {
 // A test with one running root server.
 class ServerFixture {
  public:
-  ServerFixture()
-      : options_(OptionsFor(FreeTcpEndpoints())),
+  ServerFixture() : ServerFixture(OptionsFor(FreeTcpEndpoints())) {}
+
+ protected:
+  explicit ServerFixture(ServerOptions options)
+      : options_(std::move(options)),
         endpoint_(options_.endpoint),
         broadcast_endpoint_(options_.broadcast_endpoint),
         server_(context_, options_) {}
 
- protected:
   // Publishes ever newer versions, one every 20 ms, until every subscriber has
   // received one over the broadcast: from then on their subscriptions are live.
   // Returns the next unused version.
   int64_t WaitForBroadcast(WeightsPublisher& publisher,
-                           const std::vector<WeightsSubscriber*>& subscribers,
-                           int64_t version = 1) {
+                           const std::vector<WeightsSubscriber*>& subscribers, int64_t version = 1,
+                           size_t bytes = 4096) {
     std::vector<bool> live(subscribers.size(), false);
     const bool all_live = WaitUntil([&] {
-      Publish(publisher, version++);
+      Publish(publisher, version++, bytes);
       std::this_thread::sleep_for(milliseconds(20));
       for (size_t i = 0; i < subscribers.size(); ++i) {
         if (subscribers[i]->Poll().has_value()) live[i] = true;
@@ -133,6 +135,29 @@ class ServerFixture {
   RunningServer server_;
 };
 
+// Chunks small enough that test blobs (4096 bytes by default) travel in several.
+constexpr uint64_t kTestChunkBytes = 1000;
+// A blob whose last chunk is short.
+constexpr size_t kChunkedBlobBytes = 10 * kTestChunkBytes + 7;
+
+ServerOptions ChunkedOptions(double keep_fetched_s = 2.0) {
+  ServerOptions options = OptionsFor(FreeTcpEndpoints());
+  options.chunk_bytes = kTestChunkBytes;
+  options.keep_fetched_s = keep_fetched_s;
+  return options;
+}
+
+class ChunkedServerFixture : public ServerFixture {
+ public:
+  ChunkedServerFixture() : ServerFixture(ChunkedOptions()) {}
+};
+
+// Drops a superseded version at once, even while it is being fetched.
+class ForgetfulServerFixture : public ServerFixture {
+ public:
+  ForgetfulServerFixture() : ServerFixture(ChunkedOptions(/*keep_fetched_s=*/-1)) {}
+};
+
 // A raw DEALER speaking the wire protocol, for messages the clients never send.
 class RawPeer {
  public:
@@ -147,6 +172,15 @@ class RawPeer {
     payload.push_back(core::EncodeMeta(meta));
     payload.emplace_back(blob.data(), blob.size());
     core::Send(socket_, MessageType::kPublishWeights, 0, sequence, std::move(payload));
+  }
+
+  void SendFetchChunk(uint64_t sequence, int64_t version, uint64_t offset) {
+    ChunkMeta chunk;
+    chunk.version = version;
+    chunk.offset = offset;
+    std::vector<zmq::message_t> payload;
+    payload.push_back(core::EncodeMeta(chunk));
+    core::Send(socket_, MessageType::kFetchChunk, 0, sequence, std::move(payload));
   }
 
   zmq::socket_t& socket() { return socket_; }
@@ -377,6 +411,204 @@ TEST_CASE_FIXTURE(ServerFixture,
   CHECK(relay->latest_version() == newest);
   CHECK(relay->bad_messages() == 1);
   CHECK(server_->bad_messages() == 0);
+}
+
+TEST_CASE_FIXTURE(ChunkedServerFixture,
+                  "A blob over the chunk size reaches subscribers, relays and late fetchers") {
+  ServerOptions relay_options = ChunkedOptions();
+  relay_options.upstream_endpoint = endpoint_;
+  relay_options.upstream_broadcast_endpoint = broadcast_endpoint_;
+  RunningServer relay(context_, relay_options);
+  WeightsSubscriber subscriber(context_, endpoint_, broadcast_endpoint_);
+  WeightsSubscriber on_relay(context_, relay_options.endpoint, relay_options.broadcast_endpoint);
+  WeightsPublisher publisher(context_, endpoint_);
+  const int64_t version = WaitForBroadcast(publisher, {&subscriber, &on_relay});
+
+  Publish(publisher, version, kChunkedBlobBytes);
+  for (WeightsSubscriber* s : {&subscriber, &on_relay}) {
+    const auto blob = PollUntilVersion(*s, version);
+    REQUIRE(blob.has_value());
+    CHECK(blob->version == version);
+    CHECK(Bytes(*blob) == BlobOf(version, kChunkedBlobBytes));
+    CHECK(blob->checksum == MetaOf(version, BlobOf(version, kChunkedBlobBytes)).checksum);
+    CHECK(s->fetching_version() == -1);
+    CHECK(s->rejected() == 0);
+  }
+  for (const std::string& fetch_endpoint : {endpoint_, relay_options.endpoint}) {
+    WeightsSubscriber late(context_, fetch_endpoint, FreeTcpEndpoints().second);
+    late.RequestLatest();  // Answered with an announcement; the chunks follow.
+    const auto fetched = PollUntilVersion(late, version);
+    REQUIRE(fetched.has_value());
+    CHECK(Bytes(*fetched) == BlobOf(version, kChunkedBlobBytes));
+  }
+  CHECK(server_->bad_messages() == 0);
+  CHECK(relay->bad_messages() == 0);
+}
+
+TEST_CASE_FIXTURE(ChunkedServerFixture,
+                  "A chunked fetch under way is finished before newer versions are fetched") {
+  WeightsSubscriber subscriber(context_, endpoint_, broadcast_endpoint_);
+  WeightsPublisher publisher(context_, endpoint_);
+  const int64_t first =
+      WaitForBroadcast(publisher, {&subscriber}, /*version=*/1, /*bytes=*/kTestChunkBytes);
+  Publish(publisher, first, kChunkedBlobBytes);
+  REQUIRE(WaitUntil([&] {
+    subscriber.Poll();  // The poll that sees the announcement asks for the first chunks.
+    return subscriber.fetching_version() == first;
+  }));
+  const int64_t newest = first + 5;
+  for (int64_t v = first + 1; v <= newest; ++v) Publish(publisher, v, kChunkedBlobBytes);
+  REQUIRE(WaitUntil([&] { return server_->latest_version() == newest; }));
+
+  // The server kept `first` for the fetch under way; the subscriber ends on the newest.
+  std::vector<int64_t> delivered;
+  REQUIRE(WaitUntil([&] {
+    if (auto blob = subscriber.Poll()) {
+      delivered.push_back(blob->version);
+      CHECK(Bytes(*blob) == BlobOf(blob->version, kChunkedBlobBytes));
+    }
+    return subscriber.version() == newest;
+  }));
+  REQUIRE(delivered.size() >= 2);
+  CHECK(delivered.front() == first);
+  CHECK(delivered.back() == newest);
+  CHECK(std::is_sorted(delivered.begin(), delivered.end()));
+  CHECK(subscriber.rejected() == 0);
+}
+
+TEST_CASE_FIXTURE(ForgetfulServerFixture,
+                  "A subscriber whose version was dropped mid-fetch moves to the latest") {
+  WeightsSubscriber subscriber(context_, endpoint_, broadcast_endpoint_);
+  WeightsPublisher publisher(context_, endpoint_);
+  // Versions sent whole until the subscription is live: one every 20 ms, each dropping the
+  // last, would leave a chunked fetch polled every 20 ms no chance to finish.
+  const int64_t first =
+      WaitForBroadcast(publisher, {&subscriber}, /*version=*/1, /*bytes=*/kTestChunkBytes);
+  Publish(publisher, first, kChunkedBlobBytes);
+  REQUIRE(WaitUntil([&] {
+    subscriber.Poll();
+    return subscriber.fetching_version() == first;
+  }));
+  Publish(publisher, first + 1, kChunkedBlobBytes);  // `first` is dropped at once.
+  REQUIRE(WaitUntil([&] { return server_->latest_version() == first + 1; }));
+
+  std::vector<int64_t> delivered;
+  REQUIRE(WaitUntil([&] {
+    if (auto blob = subscriber.Poll()) {
+      delivered.push_back(blob->version);
+      CHECK(Bytes(*blob) == BlobOf(blob->version, kChunkedBlobBytes));
+    }
+    return subscriber.version() == first + 1;
+  }));
+  CHECK(delivered == std::vector<int64_t>{first + 1});
+  CHECK(subscriber.rejected() == 0);
+  CHECK(server_->bad_messages() == 0);
+}
+
+TEST_CASE_FIXTURE(ChunkedServerFixture, "The server refuses chunk requests it cannot serve") {
+  WeightsPublisher publisher(context_, endpoint_);
+  Publish(publisher, 1, kChunkedBlobBytes);
+  REQUIRE(WaitUntil([&] { return server_->latest_version() == 1; }));
+  RawPeer peer(context_, endpoint_);
+
+  peer.SendFetchChunk(/*sequence=*/21, 1, 500);
+  CheckError(peer.Reply(), 21,
+             "offset 500 is not a chunk of version 1 (10007 bytes in chunks of 1000)");
+  peer.SendFetchChunk(/*sequence=*/22, 1, 11000);
+  CheckError(peer.Reply(), 22, "offset 11000 is not a chunk");
+  std::vector<zmq::message_t> short_meta;
+  short_meta.emplace_back(3);
+  core::Send(peer.socket(), MessageType::kFetchChunk, 0, 23, std::move(short_meta));
+  CheckError(peer.Reply(), 23, "FetchChunk: metadata frame missing or of the wrong size");
+  CHECK(server_->bad_messages() == 3);
+
+  // A version the server does not keep: an answer without bytes.
+  peer.SendFetchChunk(/*sequence=*/24, 7, 0);
+  auto gone = peer.Reply();
+  REQUIRE(gone.ok());
+  CHECK(gone->header.type == MessageType::kWeightsChunk);
+  CHECK(gone->header.sequence == 24);
+  CHECK(gone->payload.size() == 1);
+
+  // The last chunk is the blob's short tail, and the server still serves.
+  peer.SendFetchChunk(/*sequence=*/25, 1, 10000);
+  auto tail = peer.Reply();
+  REQUIRE(tail.ok());
+  CHECK(tail->header.type == MessageType::kWeightsChunk);
+  REQUIRE(tail->payload.size() == 2);
+  const std::vector<uint8_t> blob = BlobOf(1, kChunkedBlobBytes);
+  CHECK(std::vector<uint8_t>(tail->payload[1].data<uint8_t>(),
+                             tail->payload[1].data<uint8_t>() + tail->payload[1].size()) ==
+        std::vector<uint8_t>(blob.begin() + 10000, blob.end()));
+  CHECK(server_->bad_messages() == 3);
+}
+
+TEST_CASE_FIXTURE(ServerFixture, "A blob under the chunk size is not served in chunks") {
+  WeightsPublisher publisher(context_, endpoint_);
+  Publish(publisher, 1);
+  REQUIRE(WaitUntil([&] { return server_->latest_version() == 1; }));
+  RawPeer peer(context_, endpoint_);
+  peer.SendFetchChunk(/*sequence=*/31, 1, 0);
+  CheckError(peer.Reply(), 31, "version 1 is sent whole, not in chunks");
+}
+
+TEST_CASE("A subscriber refuses chunks that do not add up to the announced checksum") {
+  // A rogue server: announces on PUB, answers chunk requests on a ROUTER.
+  zmq::context_t context(1);
+  const auto endpoints = FreeTcpEndpoints();
+  zmq::socket_t router(context, zmq::socket_type::router);
+  zmq::socket_t pub(context, zmq::socket_type::pub);
+  for (zmq::socket_t* s : {&router, &pub}) s->set(zmq::sockopt::linger, 0);
+  router.bind(endpoints.first);
+  pub.bind(endpoints.second);
+  WeightsSubscriber subscriber(context, endpoints.first, endpoints.second);
+
+  const std::vector<uint8_t> blob = BlobOf(1, 2500);
+  WeightsMeta announced = MetaOf(1, blob);
+  announced.chunk_bytes = kTestChunkBytes;
+  announced.checksum ^= 1;  // Not the checksum of the bytes the chunks will carry.
+  std::vector<zmq::message_t> meta;
+  meta.push_back(core::EncodeMeta(announced));
+  const zmq::message_t announcement = core::Pack(MessageType::kWeightsAnnounce, 0, 1, meta);
+  int answered = 0;
+  REQUIRE(WaitUntil([&] {
+    zmq::message_t copy;
+    copy.copy(const_cast<zmq::message_t&>(announcement));
+    pub.send(copy, zmq::send_flags::none);
+    subscriber.Poll();
+    while (true) {  // Answer every request with the chunk it names.
+      auto frames = core::ReceiveFrames(router);
+      if (frames.empty()) break;
+      zmq::message_t routing_id = std::move(frames.front());
+      frames.erase(frames.begin());
+      auto request = core::Decode(std::move(frames));
+      REQUIRE(request.ok());
+      ChunkMeta chunk;
+      REQUIRE(core::DecodeMeta(*request, &chunk).ok());
+      std::vector<zmq::message_t> reply;
+      reply.push_back(core::EncodeMeta(chunk));
+      const size_t size = std::min<size_t>(kTestChunkBytes, blob.size() - chunk.offset);
+      reply.emplace_back(blob.data() + chunk.offset, size);
+      core::Send(router, MessageType::kWeightsChunk, 0, request->header.sequence, std::move(reply),
+                 &routing_id);
+      ++answered;
+    }
+    return subscriber.rejected() > 0;
+  }));
+  CHECK(answered == 3);
+  CHECK(subscriber.rejected() == 1);
+  CHECK(subscriber.version() == -1);
+  CHECK(subscriber.fetching_version() == -1);
+  // The refused version is not fetched again, however often it is announced.
+  for (int i = 0; i < 5; ++i) {
+    zmq::message_t copy;
+    copy.copy(const_cast<zmq::message_t&>(announcement));
+    pub.send(copy, zmq::send_flags::none);
+    std::this_thread::sleep_for(milliseconds(10));
+    CHECK_FALSE(subscriber.Poll().has_value());
+  }
+  CHECK(subscriber.fetching_version() == -1);
+  CHECK(core::ReceiveFrames(router).empty());
 }
 
 TEST_CASE("A subscriber refuses a broadcast blob that does not match its checksum") {
