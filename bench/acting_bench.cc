@@ -20,7 +20,8 @@
 //              WeightsSubscriber threads (each its own sockets, loopback TCP)
 //              hold the new version; and 10 MB to 64 subscribers spread over 4
 //              relay ParamServers (one more hop). Blobs over 1 MB are fetched
-//              in chunks; the 10 MB cases again with every blob sent whole
+//              in chunks, and go through a second ferry route that sends them
+//              whole too, in the same reps, where memory allows
 //                vs raw ZeroMQ PUB -> SUB of the same bytes, reps alternated
 //   server_memory  the root paramserver's peak resident memory (a child process)
 //              while 10 MB blobs reach 16 and 64 subscribers, 100 MB ones 16,
@@ -441,15 +442,56 @@ std::vector<uint8_t> RandomBlob(size_t bytes) {
   return blob;
 }
 
-// With `relays` > 0 the subscribers are spread over that many relay paramservers
-// (`ferry paramserver --upstream`) that follow the root one: one more hop each.
-// Blobs over `chunk_bytes` are fetched in chunks; kMaxBlobBytes sends every blob whole.
-void BroadcastBench(const Settings& s, size_t bytes, int subscribers, int relays = 0,
-                    uint64_t chunk_bytes = paramserver::kChunkBytes) {
+// One ferry route: a WeightsPublisher (the caller's thread) -> a root ParamServer [-> relays]
+// -> `subscribers` threads, blobs over `chunk_bytes` fetched in chunks. With `relays` > 0 the
+// subscribers are spread over that many relay paramservers (`ferry paramserver --upstream`)
+// that follow the root one: one more hop each.
+class FerryTopology {
+ public:
+  FerryTopology(zmq::context_t& context, const std::vector<uint8_t>& blob, int subscribers,
+                int relays, uint64_t chunk_bytes)
+      : blob_(blob), root_(context, chunk_bytes), publisher_(context, root_.endpoint()) {
+    std::vector<const ServingParamServer*> serving;
+    if (relays == 0) serving.push_back(&root_);
+    for (int r = 0; r < relays; ++r) {
+      relays_.push_back(std::make_unique<ServingParamServer>(context, chunk_bytes, &root_));
+      serving.push_back(relays_.back().get());
+    }
+    receivers_ = std::make_unique<Receivers>(subscribers, [&context, serving](int i) {
+      const ServingParamServer& server = *serving[i % serving.size()];
+      auto subscriber = std::make_shared<paramserver::WeightsSubscriber>(
+          context, server.endpoint(), server.broadcast_endpoint());
+      return [subscriber] {
+        const auto blob = subscriber->Poll();
+        if (blob) KeepAlive(blob->data());
+        return subscriber->version();
+      };
+    });
+  }
+
+  Route route() {
+    return Route{[this](int64_t v) { publisher_.Publish(v, blob_.data(), blob_.size()); },
+                 receivers_.get()};
+  }
+  double poll_period_s() const { return receivers_->poll_period_s(); }
+
+ private:
+  const std::vector<uint8_t>& blob_;
+  ServingParamServer root_;
+  std::vector<std::unique_ptr<ServingParamServer>> relays_;
+  paramserver::WeightsPublisher publisher_;
+  std::unique_ptr<Receivers> receivers_;  // Last: its threads stop before the servers go.
+};
+
+// ferry with its default chunking against raw ZeroMQ, reps alternated; a blob that ferry
+// fetches in chunks also goes through a second ferry route that sends every blob whole,
+// when memory allows the second set of subscribers' copies.
+void BroadcastBench(const Settings& s, size_t bytes, int subscribers, int relays = 0) {
   const double available =
       static_cast<double>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
-  // Each subscriber holds its own copy: the message it received (the blob is a view of it).
-  if (static_cast<double>(bytes) * subscribers > available / 2) {
+  // Each subscriber holds its own copy of the blob.
+  const double copies = static_cast<double>(bytes) * subscribers;
+  if (copies > available / 2) {
     JsonLine("broadcast")
         .Add("blob_bytes", static_cast<int64_t>(bytes))
         .Add("subscribers", subscribers)
@@ -457,31 +499,18 @@ void BroadcastBench(const Settings& s, size_t bytes, int subscribers, int relays
         .Print();
     return;
   }
+  const bool chunked = bytes > paramserver::kChunkBytes;
+  const bool compare_whole = chunked && 2 * copies <= available / 2;
   const std::vector<uint8_t> blob = RandomBlob(bytes);
 
   zmq::context_t context(2);
-  // ferry: publisher (this thread) -> ParamServer (its thread) [-> relays] -> subscribers.
-  const ServingParamServer root(context, chunk_bytes);
-  std::vector<std::unique_ptr<ServingParamServer>> relay_servers;
-  for (int r = 0; r < relays; ++r) {
-    relay_servers.push_back(std::make_unique<ServingParamServer>(context, chunk_bytes, &root));
+  std::vector<std::unique_ptr<FerryTopology>> ferry;  // Default chunking [, whole].
+  ferry.push_back(std::make_unique<FerryTopology>(context, blob, subscribers, relays,
+                                                  paramserver::kChunkBytes));
+  if (compare_whole) {
+    ferry.push_back(std::make_unique<FerryTopology>(context, blob, subscribers, relays,
+                                                    paramserver::kMaxBlobBytes));
   }
-  std::vector<const ServingParamServer*> serving = {&root};
-  if (relays > 0) serving.clear();
-  for (const auto& relay : relay_servers) serving.push_back(relay.get());
-  paramserver::WeightsPublisher publisher(context, root.endpoint());
-  Receivers ferry_receivers(subscribers, [&](int i) {
-    const ServingParamServer& server = *serving[i % serving.size()];
-    auto subscriber = std::make_shared<paramserver::WeightsSubscriber>(context, server.endpoint(),
-                                                                       server.broadcast_endpoint());
-    return [subscriber] {
-      const auto blob = subscriber->Poll();
-      if (blob) KeepAlive(blob->data());
-      return subscriber->version();
-    };
-  });
-  const Route ferry{[&](int64_t v) { publisher.Publish(v, blob.data(), blob.size()); },
-                    &ferry_receivers};
 
   // Raw ZeroMQ: one PUB (this thread) -> SUBs; frame = version, then the bytes.
   const std::string raw_endpoint = FreeTcpEndpoints().first;
@@ -501,55 +530,58 @@ void BroadcastBench(const Settings& s, size_t bytes, int subscribers, int relays
       return newest;
     };
   });
-  const Route raw{[&](int64_t v) {
-                    zmq::message_t message(sizeof(v) + blob.size());
-                    std::memcpy(message.data(), &v, sizeof(v));
-                    std::memcpy(static_cast<uint8_t*>(message.data()) + sizeof(v), blob.data(),
-                                blob.size());
-                    pub.send(message, zmq::send_flags::none);
-                  },
-                  &raw_receivers};
+  std::vector<Route> routes;
+  for (const auto& topology : ferry) routes.push_back(topology->route());
+  routes.push_back(Route{[&](int64_t v) {
+                           zmq::message_t message(sizeof(v) + blob.size());
+                           std::memcpy(message.data(), &v, sizeof(v));
+                           std::memcpy(static_cast<uint8_t*>(message.data()) + sizeof(v),
+                                       blob.data(), blob.size());
+                           pub.send(message, zmq::send_flags::none);
+                         },
+                         &raw_receivers});
+  const size_t raw = routes.size() - 1;
 
   const double deadline_s = DeliveryDeadline(bytes, subscribers);
-  int64_t ferry_version = Join(ferry, 1, deadline_s);
-  int64_t raw_version = Join(raw, 1, deadline_s);
-  // Each rep times both routes; reps stop at `rounds` or once the time budget is spent.
+  std::vector<int64_t> versions;
+  for (const Route& route : routes) versions.push_back(Join(route, 1, deadline_s));
+  // Each rep times every route; reps stop at `rounds` or once the time budget is spent.
   const double budget_s = s.quick ? 2.0 : 8.0;
-  std::vector<double> all[2], median[2], ratios;
+  std::vector<std::vector<double>> all(routes.size()), median(routes.size()), ratios(raw);
   const double start = core::NowSeconds();
   for (int rep = 0; rep < s.rounds && (rep < 1 || core::NowSeconds() - start < budget_s); ++rep) {
-    double rep_all[2];
-    int which = 0;
-    for (auto [route, version] :
-         {std::pair{&ferry, &ferry_version}, std::pair{&raw, &raw_version}}) {
-      route->receivers->Arm(*version);
+    for (size_t r = 0; r < routes.size(); ++r) {
+      routes[r].receivers->Arm(versions[r]);
       const double sent = core::NowSeconds();
-      route->publish((*version)++);
-      const std::vector<double> latencies = route->receivers->Wait(sent, deadline_s);
+      routes[r].publish(versions[r]++);
+      const std::vector<double> latencies = routes[r].receivers->Wait(sent, deadline_s);
       if (latencies.empty()) Die("a broadcast missed the delivery deadline");
-      rep_all[which] = *std::max_element(latencies.begin(), latencies.end());
-      all[which].push_back(rep_all[which]);
-      median[which].push_back(Summarize(latencies).median);
-      ++which;
+      all[r].push_back(*std::max_element(latencies.begin(), latencies.end()));
+      median[r].push_back(Summarize(latencies).median);
     }
-    ratios.push_back(rep_all[0] / rep_all[1]);
+    for (size_t r = 0; r < raw; ++r) ratios[r].push_back(all[r].back() / all[raw].back());
   }
-  JsonLine("broadcast")
-      .Add("blob_bytes", static_cast<int64_t>(bytes))
+  JsonLine line("broadcast");
+  line.Add("blob_bytes", static_cast<int64_t>(bytes))
       .Add("subscribers", subscribers)
       .Add("relays", relays)
-      .Add("chunked", bytes > chunk_bytes)
+      .Add("chunked", chunked)
       .Add("value", Summarize(all[0]).median * 1e3)
       .Add("unit", "ms from Publish until every subscriber holds the version (median of reps)")
       .Add("median_subscriber_ms", Summarize(median[0]).median * 1e3)
       .Add("baseline", "raw ZeroMQ PUB/SUB of the same bytes, loopback TCP")
-      .Add("baseline_value", Summarize(all[1]).median * 1e3)
-      .Add("baseline_median_subscriber_ms", Summarize(median[1]).median * 1e3)
-      .Add("ratio", Summarize(ratios).median)
+      .Add("baseline_value", Summarize(all[raw]).median * 1e3)
+      .Add("baseline_median_subscriber_ms", Summarize(median[raw]).median * 1e3)
+      .Add("ratio", Summarize(ratios[0]).median)
       .Add("min", Summarize(all[0]).min * 1e3)
-      .Add("max", Summarize(all[0]).max * 1e3)
-      .Add("reps", static_cast<int>(ratios.size()))
-      .Add("poll_period_us", ferry_receivers.poll_period_s() * 1e6)
+      .Add("max", Summarize(all[0]).max * 1e3);
+  if (compare_whole) {
+    line.Add("whole_value", Summarize(all[1]).median * 1e3)
+        .Add("whole_median_subscriber_ms", Summarize(median[1]).median * 1e3)
+        .Add("whole_ratio", Summarize(ratios[1]).median);
+  }
+  line.Add("reps", static_cast<int>(ratios[0].size()))
+      .Add("poll_period_us", ferry[0]->poll_period_s() * 1e6)
       .Add("load1", Load1())
       .Print();
 }
@@ -768,11 +800,6 @@ int Main(int argc, char** argv) {
       for (int subscribers : {1, 16, 64}) BroadcastBench(s, bytes, subscribers);
     }
     BroadcastBench(s, size_t{10} << 20, 64, /*relays=*/4);
-    // The same blobs sent whole, one frame shared by every subscriber, for comparison.
-    for (int subscribers : {16, 64}) {
-      BroadcastBench(s, size_t{10} << 20, subscribers, 0, paramserver::kMaxBlobBytes);
-    }
-    BroadcastBench(s, size_t{10} << 20, 64, /*relays=*/4, paramserver::kMaxBlobBytes);
     for (uint64_t chunk_bytes : {paramserver::kChunkBytes, paramserver::kMaxBlobBytes}) {
       ServerMemoryBench(size_t{10} << 20, 16, chunk_bytes);
       ServerMemoryBench(size_t{10} << 20, 64, chunk_bytes);

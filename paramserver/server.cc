@@ -142,10 +142,13 @@ void ParamServer::Adopt(WeightsMeta meta, zmq::message_t blob) {
 void ParamServer::ForgetOldVersions() {
   const double now = core::NowSeconds();
   const int64_t latest = kept_.rbegin()->first;
+  auto being_fetched = [&](const Kept& kept) {
+    return std::any_of(kept.fetchers.begin(), kept.fetchers.end(), [&](const auto& fetcher) {
+      return now - fetcher.second <= options_.keep_fetched_s;
+    });
+  };
   for (auto it = kept_.begin(); it != kept_.end();) {
-    const bool fetching =
-        it->second.fetched_at >= 0 && now - it->second.fetched_at <= options_.keep_fetched_s;
-    it = it->first == latest || fetching ? std::next(it) : kept_.erase(it);
+    it = it->first == latest || being_fetched(it->second) ? std::next(it) : kept_.erase(it);
   }
   while (kept_.size() > kMaxKeptVersions) {
     auto oldest_fetch = kept_.begin();
@@ -154,6 +157,7 @@ void ParamServer::ForgetOldVersions() {
     }
     kept_.erase(oldest_fetch);
   }
+  kept_versions_.store(static_cast<int64_t>(kept_.size()));
 }
 
 const WeightsMeta& ParamServer::latest_meta() const {
@@ -196,6 +200,12 @@ Status ParamServer::HandleFetchChunk(const zmq::message_t& routing_id, const Mes
   std::optional<uint32_t>& checksum = kept.chunk_checksums[request.offset / chunk];
   if (!checksum) checksum = core::Crc32c(0, data, size);
   kept.fetched_at = core::NowSeconds();
+  const std::string fetcher(routing_id.data<char>(), routing_id.size());
+  if (request.offset + size == kept.meta.bytes) {
+    kept.fetchers.erase(fetcher);
+  } else {
+    kept.fetchers[fetcher] = kept.fetched_at;
+  }
   const uint32_t crc = PayloadChecksum(payload[0], *checksum, size);
   // A view of the stored blob that keeps it alive until ZeroMQ has sent it.
   payload.emplace_back(data, size, &ReleaseBlob, new std::shared_ptr<zmq::message_t>(kept.blob));

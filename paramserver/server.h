@@ -9,10 +9,11 @@
 // Subscribers set ZMQ_CONFLATE, so a slow actor holds only the newest version
 // and never a queue of old ones. A chunked version stays fetchable while
 // subscribers fetch it: the server keeps the latest version plus, at most
-// kMaxKeptVersions - 1 older ones, each fetched within options.keep_fetched_s;
-// a FetchChunk for any other version is answered with an empty WeightsChunk and
-// the subscriber moves to the latest. Serve() runs on one thread and owns both
-// sockets; latest_version() may be read from any thread.
+// kMaxKeptVersions - 1 older ones that a subscriber has started and not
+// finished (asked for its last chunk), with a request within
+// options.keep_fetched_s; a FetchChunk for any other version is answered with
+// an empty WeightsChunk and the subscriber moves to the latest. Serve() runs on one thread and owns
+// both sockets; latest_version() may be read from any thread.
 //
 // A relay (ServerOptions::upstream_endpoint set) takes no publications: it
 // follows another paramserver as a subscriber does (fetch at start, then the
@@ -41,7 +42,7 @@ struct ServerOptions {
   std::string broadcast_endpoint;  // PUB.
   uint64_t max_blob_bytes = kMaxBlobBytes;
   uint64_t chunk_bytes = kChunkBytes;  // Larger blobs are announced and fetched in chunks.
-  double keep_fetched_s = 2.0;         // An older chunked version fetched this recently is kept.
+  double keep_fetched_s = 2.0;         // How long an unfinished fetch keeps an older version.
   // Relay mode: the upstream paramserver's ROUTER and PUB endpoints (empty: a root server).
   std::string upstream_endpoint;
   std::string upstream_broadcast_endpoint;
@@ -56,6 +57,8 @@ class ParamServer {
   void Serve(const std::atomic<bool>& stop);
   int64_t latest_version() const { return latest_version_.load(); }
   int64_t bad_messages() const { return bad_messages_.load(); }
+  // Versions held: the latest and older ones kept for fetches under way.
+  int64_t kept_versions() const { return kept_versions_.load(); }
 
  private:
   // A version held for broadcast and fetches.
@@ -63,7 +66,10 @@ class ParamServer {
     WeightsMeta meta;  // chunk_bytes > 0: fetched in chunks.
     std::shared_ptr<zmq::message_t> blob;
     std::vector<std::optional<uint32_t>> chunk_checksums;  // Each computed at its first fetch.
-    double fetched_at = -1;                                // core::NowSeconds(); -1: never.
+    // Subscribers (routing ids) fetching it, each with the core::NowSeconds() of its latest
+    // request; one leaves when it asks for the last chunk.
+    std::map<std::string, double> fetchers;
+    double fetched_at = -1;  // The latest request's time; -1: none.
   };
 
   Status HandlePublish(const zmq::message_t& routing_id, core::Message& m);
@@ -86,6 +92,7 @@ class ParamServer {
   std::map<int64_t, Kept> kept_;  // By version; the last is the latest.
   std::atomic<int64_t> latest_version_{-1};
   std::atomic<int64_t> bad_messages_{0};
+  std::atomic<int64_t> kept_versions_{0};
 };
 
 }  // namespace ferry::paramserver

@@ -459,6 +459,7 @@ TEST_CASE_FIXTURE(ChunkedServerFixture,
   const int64_t newest = first + 5;
   for (int64_t v = first + 1; v <= newest; ++v) Publish(publisher, v, kChunkedBlobBytes);
   REQUIRE(WaitUntil([&] { return server_->latest_version() == newest; }));
+  CHECK(server_->kept_versions() == 2);  // `first`, being fetched, and the newest.
 
   // The server kept `first` for the fetch under way; the subscriber ends on the newest.
   std::vector<int64_t> delivered;
@@ -474,6 +475,11 @@ TEST_CASE_FIXTURE(ChunkedServerFixture,
   CHECK(delivered.back() == newest);
   CHECK(std::is_sorted(delivered.begin(), delivered.end()));
   CHECK(subscriber.rejected() == 0);
+
+  // Every fetch is finished: a new version replaces all the others.
+  Publish(publisher, newest + 1, kChunkedBlobBytes);
+  REQUIRE(WaitUntil([&] { return server_->latest_version() == newest + 1; }));
+  CHECK(server_->kept_versions() == 1);
 }
 
 TEST_CASE_FIXTURE(ForgetfulServerFixture,
