@@ -30,7 +30,9 @@
 //                blob times the subscribers (what a copy per subscriber needs)
 //   step_gap   the longest pause between an actor's steps (a 10 MB model,
 //              versions received and prepared on its WeightsFollower thread
-//              and swapped in between steps) while 10 MB versions are broadcast
+//              and swapped in between steps) while 10 MB versions are broadcast;
+//              once with all threads sharing both cores, once with the acting
+//              thread alone on one core
 //                vs the same loop with nothing broadcast
 //
 // Single-threaded figures count this thread's CPU time (bench/bench.h says
@@ -39,6 +41,8 @@
 //   usage: acting_bench [--quick] [--only=envs|actor|broadcast|step_gap] [--env=ID]
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <torch/torch.h>
@@ -53,6 +57,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
 #include <iostream>
 #include <memory>
 #include <random>
@@ -676,7 +681,19 @@ struct GapStats {
   double longest_ingest_s = 0;  // Take + AdoptWeights + Recycle on a step that got a version.
 };
 
-GapStats ActorGaps(double seconds, double period_s) {
+// Restricts the calling thread (and the threads it starts from then on) to `cpus`.
+void PinThisThread(std::initializer_list<int> cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int cpu : cpus) CPU_SET(cpu, &set);
+  if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0)
+    Die("cannot set CPU affinity");
+}
+
+// With `alone`, every thread but the acting one runs on CPU 0 (they are started from this
+// thread while it is pinned there, ZeroMQ's I/O threads included) and the acting loop on CPU 1.
+GapStats ActorGaps(double seconds, double period_s, bool alone) {
+  if (alone) PinThisThread({0});
   const std::vector<int> hidden = {1536, 1536};
   torch::manual_seed(9);
   models::QNetwork net(kCartPoleObs, kCartPoleActions, hidden);
@@ -700,6 +717,7 @@ GapStats ActorGaps(double seconds, double period_s) {
     }
   });
 
+  if (alone) PinThisThread({1});
   GapStats stats;
   const double start = core::NowSeconds();
   double last = start;
@@ -720,17 +738,18 @@ GapStats ActorGaps(double seconds, double period_s) {
     last = now;
   }
   stop.store(true);
+  if (alone) PinThisThread({0, 1});
   return stats;
 }
 
-void StepGapBench(const Settings& s) {
+void StepGapBench(const Settings& s, bool alone) {
   const double seconds = s.quick ? 0.5 : 3.0;
   const double period_s = 0.1;
   std::vector<double> quiet_max, busy_max, busy_p99, quiet_p99, ingest;
   int received = 0;
   for (int round = 0; round < (s.quick ? 1 : 3); ++round) {
     for (double period : {0.0, period_s}) {
-      GapStats stats = ActorGaps(seconds, period);
+      GapStats stats = ActorGaps(seconds, period, alone);
       std::sort(stats.gaps.begin(), stats.gaps.end());
       const double p99 = stats.gaps[stats.gaps.size() * 99 / 100];
       (period > 0 ? busy_max : quiet_max).push_back(stats.gaps.back());
@@ -745,6 +764,8 @@ void StepGapBench(const Settings& s) {
       .Add("actor",
            "8 x CartPole-v1, MLP 4-1536-1536-2 (fast inference), versions prepared on a "
            "WeightsFollower thread, swapped in before every step")
+      .Add("placement", alone ? "acting thread alone on CPU 1, every other thread on CPU 0"
+                              : "all threads on both cores")
       .Add("blob_bytes", static_cast<int64_t>(sizeof(float)) *
                              ((4 * 1536 + 1536) + (1536 * 1536 + 1536) + (1536 * 2 + 2)))
       .Add("publish_period_ms", period_s * 1e3)
@@ -806,7 +827,10 @@ int Main(int argc, char** argv) {
       ServerMemoryBench(size_t{100} << 20, 16, chunk_bytes);
     }
   }
-  if (only.empty() || only == "step_gap") StepGapBench(s);
+  if (only.empty() || only == "step_gap") {
+    StepGapBench(s, /*alone=*/false);
+    if (sysconf(_SC_NPROCESSORS_ONLN) >= 2) StepGapBench(s, /*alone=*/true);
+  }
   JsonLine("done").Add("seconds", core::NowSeconds() - start).Add("load1", Load1()).Print();
   return 0;
 }
