@@ -73,6 +73,25 @@ std::optional<WeightsBlob> PollUntilVersion(WeightsSubscriber& subscriber, int64
   return last;
 }
 
+// Chunks small enough that test blobs (4096 bytes by default) travel in several.
+constexpr uint64_t kTestChunkBytes = 1000;
+// A blob whose last chunk is short.
+constexpr size_t kChunkedBlobBytes = 10 * kTestChunkBytes + 7;
+
+// Polls until the subscriber holds `version`; returns the versions Poll gave, each checked
+// against the chunked blob of its version.
+std::vector<int64_t> ChunkedVersionsUntil(WeightsSubscriber& subscriber, int64_t version) {
+  std::vector<int64_t> delivered;
+  REQUIRE(WaitUntil([&] {
+    if (auto blob = subscriber.Poll()) {
+      delivered.push_back(blob->version);
+      CHECK(Bytes(*blob) == BlobOf(blob->version, kChunkedBlobBytes));
+    }
+    return subscriber.version() >= version;
+  }));
+  return delivered;
+}
+
 // A ParamServer serving on its own thread over loopback TCP; stopped and
 // joined when it goes out of scope.
 class RunningServer {
@@ -128,17 +147,33 @@ class ServerFixture {
     return version;
   }
 
+  // Makes `subscriber`'s subscription live with versions sent whole (one every 20 ms, each
+  // superseding the last, could starve a chunked fetch polled every 20 ms), then publishes a
+  // chunked version and polls until the subscriber has asked for its first chunks.
+  // Returns that version.
+  int64_t StartChunkedFetch(WeightsPublisher& publisher, WeightsSubscriber& subscriber) {
+    const int64_t version =
+        WaitForBroadcast(publisher, {&subscriber}, /*version=*/1, /*bytes=*/kTestChunkBytes);
+    Publish(publisher, version, kChunkedBlobBytes);
+    REQUIRE(WaitUntil([&] {
+      subscriber.Poll();  // The poll that sees the announcement asks for the first chunks.
+      return subscriber.fetching_version() == version;
+    }));
+    return version;
+  }
+
+  // Publishes chunked versions `from`..`to` and waits until the server holds `to`.
+  void PublishChunked(WeightsPublisher& publisher, int64_t from, int64_t to) {
+    for (int64_t v = from; v <= to; ++v) Publish(publisher, v, kChunkedBlobBytes);
+    REQUIRE(WaitUntil([&] { return server_->latest_version() == to; }));
+  }
+
   zmq::context_t context_{1};
   ServerOptions options_;
   std::string endpoint_;
   std::string broadcast_endpoint_;
   RunningServer server_;
 };
-
-// Chunks small enough that test blobs (4096 bytes by default) travel in several.
-constexpr uint64_t kTestChunkBytes = 1000;
-// A blob whose last chunk is short.
-constexpr size_t kChunkedBlobBytes = 10 * kTestChunkBytes + 7;
 
 ServerOptions ChunkedOptions(double keep_fetched_s = 2.0) {
   ServerOptions options = OptionsFor(FreeTcpEndpoints());
@@ -449,27 +484,13 @@ TEST_CASE_FIXTURE(ChunkedServerFixture,
                   "A chunked fetch under way is finished before newer versions are fetched") {
   WeightsSubscriber subscriber(context_, endpoint_, broadcast_endpoint_);
   WeightsPublisher publisher(context_, endpoint_);
-  const int64_t first =
-      WaitForBroadcast(publisher, {&subscriber}, /*version=*/1, /*bytes=*/kTestChunkBytes);
-  Publish(publisher, first, kChunkedBlobBytes);
-  REQUIRE(WaitUntil([&] {
-    subscriber.Poll();  // The poll that sees the announcement asks for the first chunks.
-    return subscriber.fetching_version() == first;
-  }));
+  const int64_t first = StartChunkedFetch(publisher, subscriber);
   const int64_t newest = first + 5;
-  for (int64_t v = first + 1; v <= newest; ++v) Publish(publisher, v, kChunkedBlobBytes);
-  REQUIRE(WaitUntil([&] { return server_->latest_version() == newest; }));
+  PublishChunked(publisher, first + 1, newest);
   CHECK(server_->kept_versions() == 2);  // `first`, being fetched, and the newest.
 
   // The server kept `first` for the fetch under way; the subscriber ends on the newest.
-  std::vector<int64_t> delivered;
-  REQUIRE(WaitUntil([&] {
-    if (auto blob = subscriber.Poll()) {
-      delivered.push_back(blob->version);
-      CHECK(Bytes(*blob) == BlobOf(blob->version, kChunkedBlobBytes));
-    }
-    return subscriber.version() == newest;
-  }));
+  const std::vector<int64_t> delivered = ChunkedVersionsUntil(subscriber, newest);
   REQUIRE(delivered.size() >= 2);
   CHECK(delivered.front() == first);
   CHECK(delivered.back() == newest);
@@ -477,8 +498,7 @@ TEST_CASE_FIXTURE(ChunkedServerFixture,
   CHECK(subscriber.rejected() == 0);
 
   // Every fetch is finished: a new version replaces all the others.
-  Publish(publisher, newest + 1, kChunkedBlobBytes);
-  REQUIRE(WaitUntil([&] { return server_->latest_version() == newest + 1; }));
+  PublishChunked(publisher, newest + 1, newest + 1);
   CHECK(server_->kept_versions() == 1);
 }
 
@@ -486,27 +506,10 @@ TEST_CASE_FIXTURE(ForgetfulServerFixture,
                   "A subscriber whose version was dropped mid-fetch moves to the latest") {
   WeightsSubscriber subscriber(context_, endpoint_, broadcast_endpoint_);
   WeightsPublisher publisher(context_, endpoint_);
-  // Versions sent whole until the subscription is live: one every 20 ms, each dropping the
-  // last, would leave a chunked fetch polled every 20 ms no chance to finish.
-  const int64_t first =
-      WaitForBroadcast(publisher, {&subscriber}, /*version=*/1, /*bytes=*/kTestChunkBytes);
-  Publish(publisher, first, kChunkedBlobBytes);
-  REQUIRE(WaitUntil([&] {
-    subscriber.Poll();
-    return subscriber.fetching_version() == first;
-  }));
-  Publish(publisher, first + 1, kChunkedBlobBytes);  // `first` is dropped at once.
-  REQUIRE(WaitUntil([&] { return server_->latest_version() == first + 1; }));
+  const int64_t first = StartChunkedFetch(publisher, subscriber);
+  PublishChunked(publisher, first + 1, first + 1);  // `first` is dropped at once.
 
-  std::vector<int64_t> delivered;
-  REQUIRE(WaitUntil([&] {
-    if (auto blob = subscriber.Poll()) {
-      delivered.push_back(blob->version);
-      CHECK(Bytes(*blob) == BlobOf(blob->version, kChunkedBlobBytes));
-    }
-    return subscriber.version() == first + 1;
-  }));
-  CHECK(delivered == std::vector<int64_t>{first + 1});
+  CHECK(ChunkedVersionsUntil(subscriber, first + 1) == std::vector<int64_t>{first + 1});
   CHECK(subscriber.rejected() == 0);
   CHECK(server_->bad_messages() == 0);
 }
