@@ -182,6 +182,7 @@ void WeightsSubscriber::OnChunk(Message& m, std::optional<WeightsBlob>* newest) 
   if (!fetch_ || chunk.version != fetch_->meta.version) return;  // Of a fetch given up.
   ChunkedFetch& fetch = *fetch_;
   if (m.payload.size() == 1) {  // The server no longer keeps this version: ask for its latest.
+    if (announced_.version == fetch.meta.version) announced_ = WeightsMeta{};
     fetch_.reset();
     RequestLatest();
     return;

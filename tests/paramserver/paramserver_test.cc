@@ -561,47 +561,79 @@ TEST_CASE_FIXTURE(ServerFixture, "A blob under the chunk size is not served in c
   CheckError(peer.Reply(), 31, "version 1 is sent whole, not in chunks");
 }
 
-TEST_CASE("A subscriber refuses chunks that do not add up to the announced checksum") {
-  // A rogue server: announces on PUB, answers chunk requests on a ROUTER.
-  zmq::context_t context(1);
-  const auto endpoints = FreeTcpEndpoints();
-  zmq::socket_t router(context, zmq::socket_type::router);
-  zmq::socket_t pub(context, zmq::socket_type::pub);
-  for (zmq::socket_t* s : {&router, &pub}) s->set(zmq::sockopt::linger, 0);
-  router.bind(endpoints.first);
-  pub.bind(endpoints.second);
-  WeightsSubscriber subscriber(context, endpoints.first, endpoints.second);
+// A rogue chunked server on fresh loopback ports: announces `announced` on its PUB and
+// answers chunk requests on its ROUTER with the chunks of `blob`.
+class RogueChunkServer {
+ public:
+  RogueChunkServer(const std::vector<uint8_t>& blob, const WeightsMeta& announced)
+      : endpoints_(FreeTcpEndpoints()), blob_(blob) {
+    for (zmq::socket_t* s : {&router_, &pub_}) s->set(zmq::sockopt::linger, 0);
+    router_.bind(endpoints_.first);
+    pub_.bind(endpoints_.second);
+    std::vector<zmq::message_t> meta;
+    meta.push_back(core::EncodeMeta(announced));
+    announcement_ = core::Pack(MessageType::kWeightsAnnounce, 0, 1, meta);
+  }
 
-  const std::vector<uint8_t> blob = BlobOf(1, 2500);
-  WeightsMeta announced = MetaOf(1, blob);
-  announced.chunk_bytes = kTestChunkBytes;
-  announced.checksum ^= 1;  // Not the checksum of the bytes the chunks will carry.
-  std::vector<zmq::message_t> meta;
-  meta.push_back(core::EncodeMeta(announced));
-  const zmq::message_t announcement = core::Pack(MessageType::kWeightsAnnounce, 0, 1, meta);
-  int answered = 0;
-  REQUIRE(WaitUntil([&] {
+  zmq::context_t& context() { return context_; }
+  const std::pair<std::string, std::string>& endpoints() const { return endpoints_; }
+
+  void Announce() {
     zmq::message_t copy;
-    copy.copy(const_cast<zmq::message_t&>(announcement));
-    pub.send(copy, zmq::send_flags::none);
-    subscriber.Poll();
-    while (true) {  // Answer every request with the chunk it names.
-      auto frames = core::ReceiveFrames(router);
-      if (frames.empty()) break;
+    copy.copy(announcement_);
+    pub_.send(copy, zmq::send_flags::none);
+  }
+
+  // Takes every waiting chunk request, answering it with the chunk it names when `answer`;
+  // returns how many there were.
+  int TakeRequests(bool answer) {
+    int taken = 0;
+    while (true) {
+      auto frames = core::ReceiveFrames(router_);
+      if (frames.empty()) return taken;
+      ++taken;
       zmq::message_t routing_id = std::move(frames.front());
       frames.erase(frames.begin());
       auto request = core::Decode(std::move(frames));
       REQUIRE(request.ok());
       ChunkMeta chunk;
       REQUIRE(core::DecodeMeta(*request, &chunk).ok());
+      if (!answer) continue;
       std::vector<zmq::message_t> reply;
       reply.push_back(core::EncodeMeta(chunk));
-      const size_t size = std::min<size_t>(kTestChunkBytes, blob.size() - chunk.offset);
-      reply.emplace_back(blob.data() + chunk.offset, size);
-      core::Send(router, MessageType::kWeightsChunk, 0, request->header.sequence, std::move(reply),
+      const size_t size = std::min<size_t>(kTestChunkBytes, blob_.size() - chunk.offset);
+      reply.emplace_back(blob_.data() + chunk.offset, size);
+      core::Send(router_, MessageType::kWeightsChunk, 0, request->header.sequence, std::move(reply),
                  &routing_id);
-      ++answered;
     }
+  }
+
+ private:
+  zmq::context_t context_{1};
+  zmq::socket_t router_{context_, zmq::socket_type::router};
+  zmq::socket_t pub_{context_, zmq::socket_type::pub};
+  std::pair<std::string, std::string> endpoints_;
+  std::vector<uint8_t> blob_;
+  zmq::message_t announcement_;
+};
+
+WeightsMeta AnnouncementOf(int64_t version, const std::vector<uint8_t>& blob) {
+  WeightsMeta announced = MetaOf(version, blob);
+  announced.chunk_bytes = kTestChunkBytes;
+  return announced;
+}
+
+TEST_CASE("A subscriber refuses chunks that do not add up to the announced checksum") {
+  const std::vector<uint8_t> blob = BlobOf(1, 2500);
+  WeightsMeta announced = AnnouncementOf(1, blob);
+  announced.checksum ^= 1;  // Not the checksum of the bytes the chunks will carry.
+  RogueChunkServer rogue(blob, announced);
+  WeightsSubscriber subscriber(rogue.context(), rogue.endpoints().first, rogue.endpoints().second);
+  int answered = 0;
+  REQUIRE(WaitUntil([&] {
+    rogue.Announce();
+    subscriber.Poll();
+    answered += rogue.TakeRequests(/*answer=*/true);
     return subscriber.rejected() > 0;
   }));
   CHECK(answered == 3);
@@ -610,14 +642,36 @@ TEST_CASE("A subscriber refuses chunks that do not add up to the announced check
   CHECK(subscriber.fetching_version() == -1);
   // The refused version is not fetched again, however often it is announced.
   for (int i = 0; i < 5; ++i) {
-    zmq::message_t copy;
-    copy.copy(const_cast<zmq::message_t&>(announcement));
-    pub.send(copy, zmq::send_flags::none);
+    rogue.Announce();
     std::this_thread::sleep_for(milliseconds(10));
     CHECK_FALSE(subscriber.Poll().has_value());
   }
   CHECK(subscriber.fetching_version() == -1);
-  CHECK(core::ReceiveFrames(router).empty());
+  CHECK(rogue.TakeRequests(/*answer=*/false) == 0);
+}
+
+TEST_CASE("A subscriber asks again for chunks that were never answered") {
+  const std::vector<uint8_t> blob = BlobOf(1, 2500);
+  RogueChunkServer rogue(blob, AnnouncementOf(1, blob));
+  WeightsSubscriber subscriber(rogue.context(), rogue.endpoints().first, rogue.endpoints().second);
+  int ignored = 0;
+  REQUIRE(WaitUntil([&] {  // The first requests are lost.
+    rogue.Announce();
+    subscriber.Poll();
+    ignored += rogue.TakeRequests(/*answer=*/false);
+    return ignored == 3;
+  }));
+  int answered = 0;
+  std::optional<WeightsBlob> received;
+  REQUIRE(WaitUntil([&] {  // A second later, the same three again.
+    if (auto got = subscriber.Poll()) received = std::move(got);
+    answered += rogue.TakeRequests(/*answer=*/true);
+    return received.has_value();
+  }));
+  CHECK(answered == 3);
+  CHECK(received->version == 1);
+  CHECK(Bytes(*received) == blob);
+  CHECK(subscriber.rejected() == 0);
 }
 
 TEST_CASE("A subscriber refuses a broadcast blob that does not match its checksum") {
