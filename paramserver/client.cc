@@ -117,6 +117,10 @@ void WeightsSubscriber::RequestLatest() {
   last_request_ = core::NowSeconds();
 }
 
+std::vector<zmq::pollitem_t> WeightsSubscriber::PollItems() {
+  return {{dealer_.handle(), 0, ZMQ_POLLIN, 0}, {sub_.handle(), 0, ZMQ_POLLIN, 0}};
+}
+
 std::optional<WeightsBlob> WeightsSubscriber::Poll() {
   if (version_ < 0 && !fetch_ && last_request_ >= 0 &&
       core::NowSeconds() - last_request_ >= kRequestRepeatS) {

@@ -61,6 +61,8 @@ class WeightsSubscriber {
   // The newest blob newer than any returned before, if one is waiting.
   std::optional<WeightsBlob> Poll();
   int64_t version() const { return version_; }
+  // Its two sockets, for a caller that waits on them with zmq::poll before calling Poll.
+  std::vector<zmq::pollitem_t> PollItems();
   // The version being fetched in chunks; -1: none.
   int64_t fetching_version() const { return fetch_ ? fetch_->meta.version : -1; }
   int64_t rejected() const { return rejected_; }

@@ -54,10 +54,14 @@ void ParamServer::Serve(const std::atomic<bool>& stop) {
     upstream.emplace(context_, options_.upstream_endpoint, options_.upstream_broadcast_endpoint);
     upstream->RequestLatest();
   }
-  zmq::pollitem_t item{router_.handle(), 0, ZMQ_POLLIN, 0};
+  // The ROUTER, and a relay's upstream sockets: a chunk or a broadcast from upstream wakes it.
+  std::vector<zmq::pollitem_t> items = {{router_.handle(), 0, ZMQ_POLLIN, 0}};
+  if (upstream) {
+    for (const zmq::pollitem_t& item : upstream->PollItems()) items.push_back(item);
+  }
+  const zmq::pollitem_t& item = items.front();
   while (!stop.load(std::memory_order_relaxed)) {
-    // A relay also checks its upstream between polls: a few ms added per tree level.
-    core::Poll(&item, 1, relay() ? 2 : 50);
+    core::Poll(items.data(), items.size(), 50);
     if (upstream) {
       if (auto blob = upstream->Poll()) {
         WeightsMeta meta;
