@@ -235,6 +235,7 @@ int RunParamServer(const Args& args, const Config& config) {
   ferry::paramserver::ServerOptions options;
   options.endpoint = ferry::core::ParamServerBindEndpoint(config);
   options.broadcast_endpoint = ferry::core::BroadcastBindEndpoint(config);
+  options.chunk_bytes = static_cast<uint64_t>(config.network.weights_chunk_bytes);
   if (!args.upstream.empty()) {
     const size_t comma = args.upstream.find(',');
     options.upstream_endpoint = args.upstream.substr(0, comma);

@@ -277,6 +277,8 @@ const std::vector<Field>& Fields() {
       Key("network.replay_port", &C::network, &NetworkOptions::replay_port, Port()),
       Key("network.paramserver_port", &C::network, &NetworkOptions::paramserver_port, Port()),
       Key("network.broadcast_port", &C::network, &NetworkOptions::broadcast_port, Port()),
+      Key("network.weights_chunk_bytes", &C::network, &NetworkOptions::weights_chunk_bytes,
+          Within(4096, 1 << 30)),
       Key("env.id", &C::env, &EnvOptions::id, NonEmpty),
       Key("replay.shards", &C::replay, &ReplayOptions::shards, AtLeast(1)),
       Key("replay.capacity", &C::replay, &ReplayOptions::capacity, AtLeast(1)),

@@ -31,6 +31,9 @@ struct NetworkOptions {
   int replay_port = 5550;       // Shard k listens on replay_port + k.
   int paramserver_port = 5540;  // Publish/fetch (ROUTER).
   int broadcast_port = 5541;    // Weight broadcast (PUB).
+  // Weight blobs larger than this are announced and fetched in chunks of this size
+  // (paramserver::kChunkBytes); at its maximum, 1 GiB, every blob is sent whole.
+  int64_t weights_chunk_bytes = int64_t{1} << 20;
 };
 
 struct EnvOptions {

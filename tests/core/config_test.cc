@@ -35,6 +35,7 @@ network:
   replay_port: 7000
   paramserver_port: 7100
   broadcast_port: 7101
+  weights_chunk_bytes: 4194304
 env: {id: Acrobot-v1}
 replay:
   shards: 4
@@ -101,6 +102,7 @@ TEST_CASE("a full document sets every key") {
   CHECK(c.network.replay_port == 7000);
   CHECK(c.network.paramserver_port == 7100);
   CHECK(c.network.broadcast_port == 7101);
+  CHECK(c.network.weights_chunk_bytes == 4194304);
   CHECK(c.env.id == "Acrobot-v1");
   CHECK(c.replay.shards == 4);
   CHECK(c.replay.capacity == 5000000000);
@@ -232,6 +234,9 @@ TEST_CASE("an out-of-range value names the key, the value and the allowed range"
         std::string::npos);
   CHECK(ErrorOf("network: {replay_port: 70000}")
             .find("'network.replay_port' must be in [1, 65535], got 70000") != std::string::npos);
+  CHECK(ErrorOf("network: {weights_chunk_bytes: 100}")
+            .find("'network.weights_chunk_bytes' must be in [4096, 1073741824], got 100") !=
+        std::string::npos);
   CHECK(ErrorOf("model: {hidden: []}").find("'model.hidden' must be a non-empty list") !=
         std::string::npos);
   CHECK(ErrorOf("model: {hidden: [64, 0]}").find("each >= 1, got [64, 0]") != std::string::npos);
