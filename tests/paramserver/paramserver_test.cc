@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <random>
 #include <string>
 #include <thread>
 #include <utility>
@@ -16,6 +17,7 @@
 #include "paramserver/client.h"
 #include "paramserver/protocol.h"
 #include "paramserver/server.h"
+#include "tests/corrupt_messages.h"
 #include "tests/free_ports.h"
 
 namespace ferry::paramserver {
@@ -216,6 +218,13 @@ class RawPeer {
     std::vector<zmq::message_t> payload;
     payload.push_back(core::EncodeMeta(chunk));
     core::Send(socket_, MessageType::kFetchChunk, 0, sequence, std::move(payload));
+  }
+
+  void SendRaw(testing::Frames frames) {
+    for (size_t i = 0; i < frames.size(); ++i) {
+      socket_.send(frames[i],
+                   i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+    }
   }
 
   zmq::socket_t& socket() { return socket_; }
@@ -550,6 +559,88 @@ TEST_CASE_FIXTURE(ChunkedServerFixture, "The server refuses chunk requests it ca
                              tail->payload[1].data<uint8_t>() + tail->payload[1].size()) ==
         std::vector<uint8_t>(blob.begin() + 10000, blob.end()));
   CHECK(server_->bad_messages() == 3);
+}
+
+// A message to corrupt: a fetch of the latest, a chunk request (of the held version or
+// another, some past its end), or a publication of the version the server holds.
+std::pair<MessageType, testing::Frames> ValidRequest(std::mt19937_64& rng) {
+  testing::Frames payload;
+  switch (rng() % 3) {
+    case 0: {
+      FetchMeta fetch;
+      fetch.have_version = static_cast<int64_t>(rng() % 3) - 1;
+      payload.push_back(core::EncodeMeta(fetch));
+      return {MessageType::kFetchWeights, std::move(payload)};
+    }
+    case 1: {
+      ChunkMeta chunk;
+      chunk.version = rng() % 4 == 0 ? 2 : 1;
+      chunk.offset = (rng() % 13) * kTestChunkBytes;  // The last two are past the end.
+      payload.push_back(core::EncodeMeta(chunk));
+      return {MessageType::kFetchChunk, std::move(payload)};
+    }
+    default: {
+      const std::vector<uint8_t> blob = BlobOf(1, kChunkedBlobBytes);
+      payload.push_back(core::EncodeMeta(MetaOf(1, blob)));
+      payload.emplace_back(blob.data(), blob.size());
+      return {MessageType::kPublishWeights, std::move(payload)};
+    }
+  }
+}
+
+TEST_CASE_FIXTURE(ChunkedServerFixture,
+                  "The server survives random and corrupted messages and keeps serving") {
+  WeightsPublisher publisher(context_, endpoint_);
+  Publish(publisher, 1, kChunkedBlobBytes);
+  REQUIRE(WaitUntil([&] { return server_->latest_version() == 1; }));
+  RawPeer peer(context_, endpoint_);
+  std::mt19937_64 rng(20261130);
+  int errors = 0;
+  for (uint64_t i = 0; i < 1500; ++i) {
+    CAPTURE(i);
+    const int kind = static_cast<int>(rng() % 3);
+    auto [type, payload] = ValidRequest(rng);
+    if (kind == 0) {
+      peer.SendRaw(testing::RandomFrames(rng));
+    } else if (kind == 1) {  // Corrupted on the wire: the checksum no longer matches.
+      testing::Frames frames = testing::Framed(type, i, std::move(payload), 0);
+      testing::Mutate(rng, frames);
+      peer.SendRaw(std::move(frames));
+    } else {  // Corrupted before framing: the checksum matches, the decoders see it.
+      testing::Mutate(rng, payload);
+      core::Send(peer.socket(), type, 0, i, std::move(payload));
+    }
+    // A fetch behind it on the same connection is answered after it.
+    const uint64_t probe = (uint64_t{1} << 62) + i;
+    std::vector<zmq::message_t> fetch;
+    fetch.push_back(core::EncodeMeta(FetchMeta{}));
+    core::Send(peer.socket(), MessageType::kFetchWeights, 0, probe, std::move(fetch));
+    int error_replies = 0;
+    while (true) {
+      const auto reply = peer.Reply();
+      REQUIRE(reply.ok());
+      if (reply->header.sequence == probe) {
+        CHECK(reply->header.type == MessageType::kWeightsAnnounce);
+        break;
+      }
+      error_replies += reply->header.type == MessageType::kError;
+    }
+    if (kind == 0) CHECK(error_replies == 1);
+    errors += error_replies;
+  }
+  CHECK(errors > 500);
+  CHECK(server_->bad_messages() == errors);
+
+  // It still serves its latest version intact (a publication whose version field was
+  // corrupted before framing is a valid publication of the same bytes).
+  const int64_t latest = server_->latest_version();
+  WeightsSubscriber late(context_, endpoint_, FreeTcpEndpoints().second);
+  late.RequestLatest();
+  const auto fetched = PollUntilVersion(late, latest);
+  REQUIRE(fetched.has_value());
+  CHECK(fetched->version == latest);
+  CHECK(Bytes(*fetched) == BlobOf(1, kChunkedBlobBytes));
+  CHECK(late.rejected() == 0);
 }
 
 TEST_CASE_FIXTURE(ServerFixture, "A blob under the chunk size is not served in chunks") {

@@ -17,6 +17,7 @@
 #include "replay/protocol.h"
 #include "replay/sampler.h"
 #include "replay/shard.h"
+#include "tests/corrupt_messages.h"
 #include "tests/replay/shard_fixture.h"
 
 namespace ferry::replay {
@@ -29,32 +30,18 @@ using testing::ShardThread;
 using testing::TestSchema;
 using testing::TestShardOptions;
 
-using Frames = std::vector<zmq::message_t>;
+using ferry::testing::Frames;
+using ferry::testing::Mutate;
+using ferry::testing::RandomFrames;
+using ferry::testing::Truncated;
+using ferry::testing::WithHeader;
 
-// A correct header for `payload`: right length and checksum.
 Header HeaderFor(MessageType type, uint64_t sequence, const Frames& payload) {
-  Header header;
-  header.type = type;
-  header.sender = RawClient::kClientId;
-  header.sequence = sequence;
-  for (const auto& frame : payload) {
-    header.payload_bytes += static_cast<uint32_t>(frame.size());
-    header.crc32c = core::Crc32c(header.crc32c, frame.data(), frame.size());
-  }
-  return header;
-}
-
-// Header frame then payload, as a DEALER sends them.
-Frames WithHeader(const Header& header, Frames payload) {
-  Frames frames;
-  frames.emplace_back(&header, sizeof(header));
-  for (auto& frame : payload) frames.push_back(std::move(frame));
-  return frames;
+  return ferry::testing::HeaderFor(type, sequence, payload, RawClient::kClientId);
 }
 
 Frames Framed(MessageType type, uint64_t sequence, Frames payload) {
-  const Header header = HeaderFor(type, sequence, payload);
-  return WithHeader(header, std::move(payload));
+  return ferry::testing::Framed(type, sequence, std::move(payload), RawClient::kClientId);
 }
 
 // A valid message whose header is then changed by `edit` (so framing checks see it).
@@ -83,10 +70,6 @@ Frames InsertWithMeta(const InsertMeta& meta, int rows) {
   Frames payload = testing::InsertPayload(TestSchema(), 0, rows, 1.0f);
   payload[0] = core::EncodeMeta(meta);
   return payload;
-}
-
-zmq::message_t Truncated(const zmq::message_t& frame, size_t drop) {
-  return zmq::message_t(frame.data(), frame.size() - drop);
 }
 
 // The parts of a shard's stats that a rejected message must leave alone.
@@ -322,48 +305,6 @@ Template RandomValidMessage(std::mt19937_64& rng, uint64_t sequence) {
     default:
       return {MessageType::kStatsRequest, {}};
   }
-}
-
-// Flips 1-3 random bytes or cuts a random frame short.
-void Mutate(std::mt19937_64& rng, Frames& frames) {
-  std::vector<size_t> nonempty;
-  for (size_t f = 0; f < frames.size(); ++f) {
-    if (frames[f].size() > 0) nonempty.push_back(f);
-  }
-  if (nonempty.empty()) {
-    frames.emplace_back(1 + rng() % 16);
-    return;
-  }
-  zmq::message_t& frame = frames[nonempty[rng() % nonempty.size()]];
-  if (rng() % 3 == 0) {
-    frame = Truncated(frame, 1 + rng() % frame.size());
-    return;
-  }
-  const int flips = 1 + static_cast<int>(rng() % 3);
-  for (int i = 0; i < flips; ++i) {
-    frame.data<uint8_t>()[rng() % frame.size()] ^= static_cast<uint8_t>(1 + rng() % 255);
-  }
-}
-
-Frames RandomFrames(std::mt19937_64& rng) {
-  Frames frames;
-  const int count = 1 + static_cast<int>(rng() % 4);
-  for (int f = 0; f < count; ++f) {
-    zmq::message_t frame(rng() % 65);
-    for (size_t i = 0; i < frame.size(); ++i)
-      frame.data<uint8_t>()[i] = static_cast<uint8_t>(rng());
-    frames.push_back(std::move(frame));
-  }
-  if (rng() % 2 == 0) {
-    // A plausible header (right magic and version) over random payload frames.
-    Header header;
-    header.type = static_cast<MessageType>(rng() % 14);
-    header.sequence = rng();
-    header.payload_bytes = static_cast<uint32_t>(rng() % 200);
-    header.crc32c = static_cast<uint32_t>(rng());
-    frames[0] = zmq::message_t(&header, sizeof(header));
-  }
-  return frames;
 }
 
 TEST_CASE("a shard survives a fuzz of random and corrupted messages and stays consistent") {
