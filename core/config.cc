@@ -340,6 +340,7 @@ const std::vector<Field>& Fields() {
       Key("security.client_key", &C::security, &SecurityOptions::client_key),
       Key("security.authorized_keys", &C::security, &SecurityOptions::authorized_keys),
       Key("stop.target_return", &C::stop, &StopOptions::target_return),
+      Key("stop.min_seconds", &C::stop, &StopOptions::min_seconds, AtLeast(0)),
       Key("stop.max_env_steps", &C::stop, &StopOptions::max_env_steps, AtLeast(1)),
       Key("stop.max_seconds", &C::stop, &StopOptions::max_seconds, Above(0)),
   };

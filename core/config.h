@@ -121,7 +121,8 @@ struct SecurityOptions {
 };
 
 struct StopOptions {
-  double target_return = 475.0;    // Mean greedy eval return that ends the run (exit 0).
+  double target_return = 475.0;    // Mean greedy eval return that ends the run (exit 0)...
+  double min_seconds = 0;          // ...once the learner has trained at least this long.
   int64_t max_env_steps = 500000;  // Budget; reaching it ends the run (exit 2).
   double max_seconds = 300.0;
 };

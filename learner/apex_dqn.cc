@@ -240,7 +240,8 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
     int end_code = -1;
     if (rank == 0) {
       counters.elapsed_seconds = core::NowSeconds() - start;
-      if (counters.best_eval >= config.stop.target_return) {
+      if (counters.best_eval >= config.stop.target_return &&
+          counters.elapsed_seconds >= config.stop.min_seconds) {
         end_code = static_cast<int>(RunEnd::kTargetReached);
       } else if (counters.env_steps >= config.stop.max_env_steps ||
                  counters.elapsed_seconds >= config.stop.max_seconds) {

@@ -71,6 +71,7 @@ learner:
   device: cuda
 stop:
   target_return: -100.5
+  min_seconds: 30
   max_env_steps: 10000000
   max_seconds: 3600
 )";
@@ -133,6 +134,7 @@ TEST_CASE("a full document sets every key") {
   CHECK(c.learner.eval_episodes == 10);
   CHECK(c.learner.device == "cuda");
   CHECK(c.stop.target_return == -100.5);
+  CHECK(c.stop.min_seconds == 30);
   CHECK(c.stop.max_env_steps == 10000000);
   CHECK(c.stop.max_seconds == 3600.0);
 }
@@ -244,6 +246,8 @@ TEST_CASE("an out-of-range value names the key, the value and the allowed range"
         std::string::npos);
   CHECK(ErrorOf("run: {name: ''}").find("'run.name' must be a file name") != std::string::npos);
   CHECK(ErrorOf("stop: {max_seconds: 0}").find("'stop.max_seconds' must be > 0, got 0") !=
+        std::string::npos);
+  CHECK(ErrorOf("stop: {min_seconds: -1}").find("'stop.min_seconds' must be >= 0, got -1") !=
         std::string::npos);
 }
 

@@ -114,9 +114,12 @@ TEST_CASE(
   fs::remove_all(dir);
   const int port_base = 23000 + getpid() % 1000 * 16;
   const fs::path log = dir.string() + ".out";
+  // stop.min_seconds keeps the run going until the last fault has happened: without it, one
+  // run solved CartPole in 8 s, before most of them.
   std::vector<std::string> args = {
       "run",   std::string(FERRY_SOURCE_DIR) + "/configs/cartpole.yaml",
       "--set", "run.dir=" + dir.string(),
+      "--set", "stop.min_seconds=30",
       "--set", "stop.max_seconds=240",
       "--set", "learner.checkpoint_period_seconds=2",
       "--set", "replay.snapshot_period_seconds=2",

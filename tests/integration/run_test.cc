@@ -96,14 +96,15 @@ fs::path FreshRunDir(const std::string& name) {
   return dir;
 }
 
-// The update count in the run's end record (the last metrics line naming how it ended), or -1.
-double UpdatesAtEnd(const std::string& metrics) {
+// A number in the run's end record (the last metrics line naming how it ended), or -1.
+double AtEnd(const std::string& metrics, const std::string& field) {
   const size_t end = metrics.rfind("\"end\": ");
   if (end == std::string::npos) return -1;
   const size_t line = metrics.rfind('\n', end);
-  const size_t at = metrics.find("\"updates\": ", line == std::string::npos ? 0 : line);
+  const std::string key = "\"" + field + "\": ";
+  const size_t at = metrics.find(key, line == std::string::npos ? 0 : line);
   if (at == std::string::npos || at > end) return -1;
-  return std::stod(metrics.substr(at + 11));
+  return std::stod(metrics.substr(at + key.size()));
 }
 
 // Overrides that give a run its own ports, so tests never collide with a run in progress.
@@ -143,13 +144,30 @@ TEST_CASE("a short CartPole run starts every role, records metrics and leaves no
   CHECK(metrics.find("\"end\": ") != std::string::npos);
   // Actors stored experience and the learner trained on it (a run can reach its target before
   // the first periodic progress record, so the end record is the one that always exists).
-  CHECK(UpdatesAtEnd(metrics) > 0);
+  CHECK(AtEnd(metrics, "updates") > 0);
   // A run that reaches its target or budget evaluates its final policy on fresh episodes.
   CHECK(metrics.find("\"final_eval_episodes\": 100") != std::string::npos);
   // ... and the policy its best periodic evaluation kept, on the same episodes.
   CHECK(fs::exists(dir / "checkpoints" / "best-policy.pt"));
   CHECK(metrics.find("\"selected_eval_return\": ") != std::string::npos);
   CHECK(ReadFile(dir / "logs" / "replay-0.log").find("0 bad messages") != std::string::npos);
+  CHECK(ProcessesMentioning(dir.string()) == 0);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a run that meets its target early goes on until stop.min_seconds") {
+  const fs::path dir = FreshRunDir("min-seconds");
+  const int port_base = 21000 + getpid() % 2000 * 16 + 8;
+  std::vector<std::string> args = ShortRun(dir, port_base, 60);
+  // Met by the first evaluation, whatever its return.
+  args.insert(args.end(), {"--set", "stop.target_return=-1e9", "--set", "stop.min_seconds=6"});
+  const Outcome run = RunFerry(args, /*timeout=*/120);
+  INFO(run.output);
+  CHECK(run.exit_code == 0);  // Target reached.
+  const std::string metrics = ReadFile(dir / "metrics.jsonl");
+  CHECK(metrics.find("\"end\": \"target_reached\"") != std::string::npos);
+  CHECK(AtEnd(metrics, "time") >= 6);
+  CHECK(AtEnd(metrics, "time") < 30);
   CHECK(ProcessesMentioning(dir.string()) == 0);
   fs::remove_all(dir);
 }
@@ -250,7 +268,7 @@ TEST_CASE("security.curve: a run trains over CurveZMQ, and a client with another
   INFO(run.output);
   CHECK((run.exit_code == 0 || run.exit_code == 2));
   // Actors stored experience and the learner trained on it, all through CURVE sockets.
-  CHECK(UpdatesAtEnd(ReadFile(dir / "metrics.jsonl")) > 0);
+  CHECK(AtEnd(ReadFile(dir / "metrics.jsonl"), "updates") > 0);
 
   // The shards' last snapshots are served again by one shard, which a stranger cannot query.
   std::vector<std::string> shard = {"replay", "--config", (dir / "config.yaml").string(), "--shard",
