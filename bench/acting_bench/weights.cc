@@ -1,44 +1,4 @@
-// Acting throughput, each figure beside a baseline measured in the same run.
-//
-//   env_steps  raw Env::Step on one core for every registered env, no policy:
-//              random actions drawn from the action space before timing, Reset
-//              when an episode ends (its cost counted, as EnvPool counts it)
-//                vs copying one stored observation's bytes per step, the least
-//                any acting loop does to hand an observation on
-//   actor_steps  an actor's acting on one core, CartPole with the 2x64 MLP, for
-//              E = 1, 8, 32, 128 envs: actors::VectorActor::Step (one batched
-//              inference, Ape-X epsilon-greedy, Env::Step and Reset, n-step
-//              accumulation, initial priorities from the acting Q-values) and
-//              TakeBatch every insert_batch complete transitions (the columns
-//              built as ReplayWriter::Write takes them, then dropped: no
-//              network send)
-//                fast inference (models::FastMlp) vs LibTorch, same weights;
-//                the inference calls alone, timed the same way, say where the
-//                time goes
-//   broadcast  a weight blob of 100 KB, 10 MB, 100 MB from the learner's
-//              WeightsPublisher::Publish through a ParamServer until 1, 16, 64
-//              WeightsSubscriber threads (each its own sockets, loopback TCP)
-//              hold the new version; and 10 MB to 64 subscribers spread over 4
-//              relay ParamServers (one more hop). Blobs over 1 MB are fetched
-//              in chunks, and go through a second ferry route that sends them
-//              whole too, in the same reps, where memory allows
-//                vs raw ZeroMQ PUB -> SUB of the same bytes, reps alternated
-//   server_memory  the root paramserver's peak resident memory (a child process)
-//              while 10 MB blobs reach 16 and 64 subscribers, 100 MB ones 16,
-//              chunked and whole
-//                vs its resident memory before the first blob, and beside the
-//                blob times the subscribers (what a copy per subscriber needs)
-//   step_gap   the longest pause between an actor's steps (a 10 MB model,
-//              versions received and prepared on its WeightsFollower thread
-//              and swapped in between steps) while 10 MB versions are broadcast;
-//              once with all threads sharing both cores, once with the acting
-//              thread alone on one core
-//                vs the same loop with nothing broadcast
-//
-// Single-threaded figures count this thread's CPU time (bench/bench.h says
-// why), so they are per core; inference runs on one thread, as in an actor.
-// Broadcast and step gap figures are wall-clock latencies.
-//   usage: acting_bench [--quick] [--only=envs|actor|broadcast|step_gap] [--env=ID]
+// The broadcast, server_memory and step_gap sections (main.cc describes every line).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -50,15 +10,12 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <csignal>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
 #include <initializer_list>
-#include <iostream>
 #include <memory>
 #include <random>
 #include <string>
@@ -68,225 +25,17 @@
 #include <vector>
 #include <zmq.hpp>
 
-#include "actors/actor.h"
 #include "actors/vector_actor.h"
 #include "actors/weights_follower.h"
+#include "bench/acting_bench/common.h"
 #include "bench/bench.h"
 #include "core/log.h"
-#include "envs/env.h"
-#include "models/fast_mlp.h"
 #include "models/q_network.h"
 #include "paramserver/client.h"
 #include "paramserver/server.h"
 
-namespace ferry::bench {
+namespace ferry::bench::acting_bench {
 namespace {
-
-// Pre-drawn actions (and stored observations of the baseline), cycled through.
-constexpr int kRing = 4096;
-// Steps per timed call, so that reading the clock costs nothing next to them.
-constexpr int kStepsPerCall = 256;
-
-struct Settings {
-  bool quick = false;
-  int rounds = 7;          // Each figure is the median of this many timed windows.
-  double window_s = 0.2;   // One timed window.
-  double warmup_s = 0.05;  // Untimed run before the first window.
-};
-
-// A smoke run: every code path, figures too noisy to quote.
-Settings QuickSettings() {
-  Settings s;
-  s.quick = true;
-  s.rounds = 3;
-  s.window_s = 0.03;
-  s.warmup_s = 0.01;
-  return s;
-}
-
-[[noreturn]] void Die(const std::string& what) {
-  std::cerr << "acting_bench: " << what << std::endl;
-  std::exit(1);
-}
-
-void EnvStepsBench(const Settings& s, const std::string& id) {
-  Result<std::unique_ptr<envs::Env>> made = envs::MakeEnv(id, /*seed=*/1);
-  if (!made.ok()) Die(made.status().ToString());
-  envs::Env& env = **made;
-  const int obs_size = env.observation_space().flat_size();
-  const int action_size = env.action_space().flat_size();
-
-  std::mt19937_64 rng(2);
-  std::vector<float> actions(static_cast<size_t>(kRing) * action_size);
-  for (int i = 0; i < kRing; ++i) env.action_space().Sample(rng, &actions[i * action_size]);
-  std::vector<float> obs(obs_size);
-  env.Reset(obs.data());
-  int64_t steps = 0, episodes = 0;
-  auto step_env = [&] {
-    for (int i = 0; i < kStepsPerCall; ++i) {
-      const float* action = &actions[(steps & (kRing - 1)) * action_size];
-      const envs::StepResult result = env.Step(action, obs.data());
-      ++steps;
-      if (result.terminated || result.truncated) {
-        env.Reset(obs.data());
-        ++episodes;
-      }
-    }
-    KeepAlive(obs.data());
-    return int64_t{kStepsPerCall};
-  };
-
-  // The baseline moves the same bytes per step out of a ring of observations
-  // as large as the ring of actions, reading the action as the env does.
-  std::vector<float> stored(static_cast<size_t>(kRing) * obs_size);
-  for (float& x : stored) x = static_cast<float>(rng() % 2);
-  std::vector<float> copy(obs_size);
-  int64_t copies = 0;
-  float action_sum = 0;
-  auto copy_obs = [&] {
-    for (int i = 0; i < kStepsPerCall; ++i) {
-      const int64_t slot = copies++ & (kRing - 1);
-      action_sum += actions[slot * action_size];
-      std::memcpy(copy.data(), &stored[slot * obs_size], obs_size * sizeof(float));
-      KeepAlive(copy.data());
-    }
-    return int64_t{kStepsPerCall};
-  };
-
-  TimeOnThisThread(s.warmup_s, step_env);
-  const std::vector<Figure> f =
-      Alternate(s.rounds, {[&] { return TimeOnThisThread(s.window_s, step_env); },
-                           [&] { return TimeOnThisThread(s.window_s, copy_obs); }});
-  KeepAlive(&action_sum);
-  JsonLine line("env_steps");
-  line.Add("env", id)
-      .Add("obs_floats", obs_size)
-      .Add("action_space", env.action_space().ToString())
-      .Add("value", f[0].cpu.median)
-      .Add("unit", "env steps/s, per CPU second (one core)")
-      .Add("clock", "thread CPU time")
-      .Add("wall_value", f[0].wall.median)
-      .Add("steps_per_episode", episodes > 0 ? static_cast<double>(steps) / episodes : NAN)
-      .Add("baseline", "memcpy of one stored observation per step")
-      .Add("baseline_value", f[1].cpu.median)
-      .Add("ratio", PairedRatio(f[0], f[1], &Window::cpu_rate).median)
-      .Add("min", f[0].cpu.min)
-      .Add("max", f[0].cpu.max)
-      .Add("rounds", s.rounds)
-      .Add("window_s", s.window_s)
-      .Add("load1", Load1())
-      .Print();
-}
-
-// ---- actor_steps --------------------------------------------------------
-
-constexpr int kCartPoleObs = 4;
-constexpr int kCartPoleActions = 2;
-
-actors::VectorActorOptions CartPoleActor(int num_envs, std::vector<int> hidden,
-                                         actors::Inference inference) {
-  actors::VectorActorOptions o;
-  o.env_id = "CartPole-v1";
-  for (int e = 0; e < num_envs; ++e) {
-    o.env_seeds.push_back(1000 + e);
-    o.epsilon.push_back(actors::ApexEpsilon(0.4, 7.0, e, num_envs));
-  }
-  o.seed = 3;
-  o.hidden = std::move(hidden);
-  o.n_step = 3;
-  o.gamma = 0.99;
-  o.insert_batch = 64;
-  o.priority_epsilon = 1e-6;
-  o.inference = inference;
-  return o;
-}
-
-std::unique_ptr<actors::VectorActor> MakeActor(const actors::VectorActorOptions& options,
-                                               const std::vector<uint8_t>& weights) {
-  Result<std::unique_ptr<actors::VectorActor>> made = actors::VectorActor::Create(options);
-  if (!made.ok()) Die(made.status().ToString());
-  const Status loaded = (*made)->LoadWeights(1, weights.data(), weights.size());
-  if (!loaded.ok()) Die(loaded.ToString());
-  return std::move(made).value();
-}
-
-void ActorStepsBench(const Settings& s, int num_envs) {
-  const std::vector<int> hidden = {64, 64};
-  torch::manual_seed(5);
-  models::QNetwork net(kCartPoleObs, kCartPoleActions, hidden);
-  net->eval();
-  const std::vector<uint8_t> weights = models::ToBlob(*net);
-  auto libtorch = MakeActor(CartPoleActor(num_envs, hidden, actors::Inference::kLibTorch), weights);
-  auto fast = MakeActor(CartPoleActor(num_envs, hidden, actors::Inference::kFastMlp), weights);
-
-  const int steps_per_call = std::max(1, kStepsPerCall / num_envs);
-  auto act = [&](actors::VectorActor* actor) {
-    return [&, actor, steps_per_call] {
-      for (int i = 0; i < steps_per_call; ++i) {
-        actor->Step();
-        if (actor->batch_ready()) {
-          const actors::InsertBatch batch = actor->TakeBatch();  // The local sink.
-          KeepAlive(batch.priorities.data());
-        }
-      }
-      return int64_t{steps_per_call} * num_envs;
-    };
-  };
-  // The action inference alone, on one fixed batch of observations.
-  std::vector<float> obs(static_cast<size_t>(num_envs) * kCartPoleObs);
-  std::mt19937_64 rng(6);
-  std::normal_distribution<float> normal(0.f, 0.1f);
-  for (float& x : obs) x = normal(rng);
-  models::FastMlp fast_mlp(*net);
-  auto libtorch_forward = [&] {
-    torch::NoGradGuard no_grad;
-    for (int i = 0; i < steps_per_call; ++i) {
-      const torch::Tensor q = net->forward(torch::from_blob(obs.data(), {num_envs, kCartPoleObs}));
-      KeepAlive(q.data_ptr<float>());
-    }
-    return int64_t{steps_per_call} * num_envs;
-  };
-  auto fast_forward = [&] {
-    for (int i = 0; i < steps_per_call; ++i) KeepAlive(fast_mlp.Forward(obs.data(), num_envs));
-    return int64_t{steps_per_call} * num_envs;
-  };
-
-  const auto act_libtorch = act(libtorch.get());
-  const auto act_fast = act(fast.get());
-  TimeOnThisThread(s.warmup_s, act_libtorch);
-  TimeOnThisThread(s.warmup_s, act_fast);
-  const std::vector<Figure> f =
-      Alternate(s.rounds, {[&] { return TimeOnThisThread(s.window_s, act_fast); },
-                           [&] { return TimeOnThisThread(s.window_s, act_libtorch); },
-                           [&] { return TimeOnThisThread(s.window_s, fast_forward); },
-                           [&] { return TimeOnThisThread(s.window_s, libtorch_forward); }});
-  const auto ns_per_step = [](double rate) { return 1e9 / rate; };
-  JsonLine line("actor_steps");
-  line.Add("env", "CartPole-v1")
-      .Add("envs_per_actor", num_envs)
-      .Add("model", "MLP 4-64-64-2")
-      .Add("includes",
-           "inference, Ape-X epsilon-greedy, Env::Step+Reset, 3-step accumulation, "
-           "priorities from acting Q-values, TakeBatch per 64 transitions (columns built); "
-           "no send")
-      .Add("value", f[0].cpu.median)
-      .Add("unit", "env steps/s, per CPU second (one core)")
-      .Add("clock", "thread CPU time")
-      .Add("wall_value", f[0].wall.median)
-      .Add("baseline", "the same actor on LibTorch inference")
-      .Add("baseline_value", f[1].cpu.median)
-      .Add("ratio", PairedRatio(f[0], f[1], &Window::cpu_rate).median)
-      .Add("fast_inference_ns_per_step", ns_per_step(f[2].cpu.median))
-      .Add("libtorch_inference_ns_per_step", ns_per_step(f[3].cpu.median))
-      .Add("fast_ns_per_step", ns_per_step(f[0].cpu.median))
-      .Add("libtorch_ns_per_step", ns_per_step(f[1].cpu.median))
-      .Add("min", f[0].cpu.min)
-      .Add("max", f[0].cpu.max)
-      .Add("rounds", s.rounds)
-      .Add("window_s", s.window_s)
-      .Add("load1", Load1())
-      .Print();
-}
 
 // ---- broadcast ----------------------------------------------------------
 
@@ -784,58 +533,23 @@ void StepGapBench(const Settings& s, bool alone) {
       .Print();
 }
 
-int Main(int argc, char** argv) {
-  Settings s;
-  std::string env_id;
-  std::string only;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--quick") {
-      s = QuickSettings();
-    } else if (arg.rfind("--env=", 0) == 0) {
-      env_id = arg.substr(6);
-    } else if (arg == "--only=envs" || arg == "--only=actor" || arg == "--only=broadcast" ||
-               arg == "--only=step_gap") {
-      only = arg.substr(7);
-    } else {
-      std::cerr << "usage: acting_bench [--quick] [--only=envs|actor|broadcast|step_gap] "
-                   "[--env=ID]\n";
-      return 2;
-    }
+}  // namespace
+
+void BroadcastSection(const Settings& s) {
+  for (size_t bytes : {size_t{100} << 10, size_t{10} << 20, size_t{100} << 20}) {
+    for (int subscribers : {1, 16, 64}) BroadcastBench(s, bytes, subscribers);
   }
-  const double start = core::NowSeconds();
-  PrintMachineLine(s.quick);
-  models::UseOneInferenceThread();  // As every actor does.
-  if (only.empty() || only == "envs") {
-    if (!env_id.empty()) {
-      EnvStepsBench(s, env_id);  // Dies naming the registered ids if there is no such env.
-    } else {
-      for (const std::string& id : envs::RegisteredEnvs()) EnvStepsBench(s, id);
-    }
+  BroadcastBench(s, size_t{10} << 20, 64, /*relays=*/4);
+  for (uint64_t chunk_bytes : {paramserver::kChunkBytes, paramserver::kMaxBlobBytes}) {
+    ServerMemoryBench(size_t{10} << 20, 16, chunk_bytes);
+    ServerMemoryBench(size_t{10} << 20, 64, chunk_bytes);
+    ServerMemoryBench(size_t{100} << 20, 16, chunk_bytes);
   }
-  if (only.empty() || only == "actor") {
-    for (int num_envs : {1, 8, 32, 128}) ActorStepsBench(s, num_envs);
-  }
-  if (only.empty() || only == "broadcast") {
-    for (size_t bytes : {size_t{100} << 10, size_t{10} << 20, size_t{100} << 20}) {
-      for (int subscribers : {1, 16, 64}) BroadcastBench(s, bytes, subscribers);
-    }
-    BroadcastBench(s, size_t{10} << 20, 64, /*relays=*/4);
-    for (uint64_t chunk_bytes : {paramserver::kChunkBytes, paramserver::kMaxBlobBytes}) {
-      ServerMemoryBench(size_t{10} << 20, 16, chunk_bytes);
-      ServerMemoryBench(size_t{10} << 20, 64, chunk_bytes);
-      ServerMemoryBench(size_t{100} << 20, 16, chunk_bytes);
-    }
-  }
-  if (only.empty() || only == "step_gap") {
-    StepGapBench(s, /*alone=*/false);
-    if (sysconf(_SC_NPROCESSORS_ONLN) >= 2) StepGapBench(s, /*alone=*/true);
-  }
-  JsonLine("done").Add("seconds", core::NowSeconds() - start).Add("load1", Load1()).Print();
-  return 0;
 }
 
-}  // namespace
-}  // namespace ferry::bench
+void StepGapSection(const Settings& s) {
+  StepGapBench(s, /*alone=*/false);
+  if (sysconf(_SC_NPROCESSORS_ONLN) >= 2) StepGapBench(s, /*alone=*/true);
+}
 
-int main(int argc, char** argv) { return ferry::bench::Main(argc, argv); }
+}  // namespace ferry::bench::acting_bench

@@ -1,0 +1,178 @@
+// The env_steps and actor_steps sections (main.cc describes every line).
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "actors/actor.h"
+#include "actors/vector_actor.h"
+#include "bench/acting_bench/common.h"
+#include "bench/bench.h"
+#include "core/log.h"
+#include "envs/env.h"
+#include "models/fast_mlp.h"
+#include "models/q_network.h"
+
+namespace ferry::bench::acting_bench {
+namespace {
+
+// Pre-drawn actions (and stored observations of the baseline), cycled through.
+constexpr int kRing = 4096;
+// Steps per timed call, so that reading the clock costs nothing next to them.
+constexpr int kStepsPerCall = 256;
+
+}  // namespace
+
+void EnvStepsBench(const Settings& s, const std::string& id) {
+  Result<std::unique_ptr<envs::Env>> made = envs::MakeEnv(id, /*seed=*/1);
+  if (!made.ok()) Die(made.status().ToString());
+  envs::Env& env = **made;
+  const int obs_size = env.observation_space().flat_size();
+  const int action_size = env.action_space().flat_size();
+
+  std::mt19937_64 rng(2);
+  std::vector<float> actions(static_cast<size_t>(kRing) * action_size);
+  for (int i = 0; i < kRing; ++i) env.action_space().Sample(rng, &actions[i * action_size]);
+  std::vector<float> obs(obs_size);
+  env.Reset(obs.data());
+  int64_t steps = 0, episodes = 0;
+  auto step_env = [&] {
+    for (int i = 0; i < kStepsPerCall; ++i) {
+      const float* action = &actions[(steps & (kRing - 1)) * action_size];
+      const envs::StepResult result = env.Step(action, obs.data());
+      ++steps;
+      if (result.terminated || result.truncated) {
+        env.Reset(obs.data());
+        ++episodes;
+      }
+    }
+    KeepAlive(obs.data());
+    return int64_t{kStepsPerCall};
+  };
+
+  // The baseline moves the same bytes per step out of a ring of observations
+  // as large as the ring of actions, reading the action as the env does.
+  std::vector<float> stored(static_cast<size_t>(kRing) * obs_size);
+  for (float& x : stored) x = static_cast<float>(rng() % 2);
+  std::vector<float> copy(obs_size);
+  int64_t copies = 0;
+  float action_sum = 0;
+  auto copy_obs = [&] {
+    for (int i = 0; i < kStepsPerCall; ++i) {
+      const int64_t slot = copies++ & (kRing - 1);
+      action_sum += actions[slot * action_size];
+      std::memcpy(copy.data(), &stored[slot * obs_size], obs_size * sizeof(float));
+      KeepAlive(copy.data());
+    }
+    return int64_t{kStepsPerCall};
+  };
+
+  TimeOnThisThread(s.warmup_s, step_env);
+  const std::vector<Figure> f =
+      Alternate(s.rounds, {[&] { return TimeOnThisThread(s.window_s, step_env); },
+                           [&] { return TimeOnThisThread(s.window_s, copy_obs); }});
+  KeepAlive(&action_sum);
+  JsonLine line("env_steps");
+  line.Add("env", id)
+      .Add("obs_floats", obs_size)
+      .Add("action_space", env.action_space().ToString())
+      .Add("value", f[0].cpu.median)
+      .Add("unit", "env steps/s, per CPU second (one core)")
+      .Add("clock", "thread CPU time")
+      .Add("wall_value", f[0].wall.median)
+      .Add("steps_per_episode", episodes > 0 ? static_cast<double>(steps) / episodes : NAN)
+      .Add("baseline", "memcpy of one stored observation per step")
+      .Add("baseline_value", f[1].cpu.median)
+      .Add("ratio", PairedRatio(f[0], f[1], &Window::cpu_rate).median)
+      .Add("min", f[0].cpu.min)
+      .Add("max", f[0].cpu.max)
+      .Add("rounds", s.rounds)
+      .Add("window_s", s.window_s)
+      .Add("load1", Load1())
+      .Print();
+}
+
+void ActorStepsBench(const Settings& s, int num_envs) {
+  const std::vector<int> hidden = {64, 64};
+  torch::manual_seed(5);
+  models::QNetwork net(kCartPoleObs, kCartPoleActions, hidden);
+  net->eval();
+  const std::vector<uint8_t> weights = models::ToBlob(*net);
+  auto libtorch = MakeActor(CartPoleActor(num_envs, hidden, actors::Inference::kLibTorch), weights);
+  auto fast = MakeActor(CartPoleActor(num_envs, hidden, actors::Inference::kFastMlp), weights);
+
+  const int steps_per_call = std::max(1, kStepsPerCall / num_envs);
+  auto act = [&](actors::VectorActor* actor) {
+    return [&, actor, steps_per_call] {
+      for (int i = 0; i < steps_per_call; ++i) {
+        actor->Step();
+        if (actor->batch_ready()) {
+          const actors::InsertBatch batch = actor->TakeBatch();  // The local sink.
+          KeepAlive(batch.priorities.data());
+        }
+      }
+      return int64_t{steps_per_call} * num_envs;
+    };
+  };
+  // The action inference alone, on one fixed batch of observations.
+  std::vector<float> obs(static_cast<size_t>(num_envs) * kCartPoleObs);
+  std::mt19937_64 rng(6);
+  std::normal_distribution<float> normal(0.f, 0.1f);
+  for (float& x : obs) x = normal(rng);
+  models::FastMlp fast_mlp(*net);
+  auto libtorch_forward = [&] {
+    torch::NoGradGuard no_grad;
+    for (int i = 0; i < steps_per_call; ++i) {
+      const torch::Tensor q = net->forward(torch::from_blob(obs.data(), {num_envs, kCartPoleObs}));
+      KeepAlive(q.data_ptr<float>());
+    }
+    return int64_t{steps_per_call} * num_envs;
+  };
+  auto fast_forward = [&] {
+    for (int i = 0; i < steps_per_call; ++i) KeepAlive(fast_mlp.Forward(obs.data(), num_envs));
+    return int64_t{steps_per_call} * num_envs;
+  };
+
+  const auto act_libtorch = act(libtorch.get());
+  const auto act_fast = act(fast.get());
+  TimeOnThisThread(s.warmup_s, act_libtorch);
+  TimeOnThisThread(s.warmup_s, act_fast);
+  const std::vector<Figure> f =
+      Alternate(s.rounds, {[&] { return TimeOnThisThread(s.window_s, act_fast); },
+                           [&] { return TimeOnThisThread(s.window_s, act_libtorch); },
+                           [&] { return TimeOnThisThread(s.window_s, fast_forward); },
+                           [&] { return TimeOnThisThread(s.window_s, libtorch_forward); }});
+  const auto ns_per_step = [](double rate) { return 1e9 / rate; };
+  JsonLine line("actor_steps");
+  line.Add("env", "CartPole-v1")
+      .Add("envs_per_actor", num_envs)
+      .Add("model", "MLP 4-64-64-2")
+      .Add("includes",
+           "inference, Ape-X epsilon-greedy, Env::Step+Reset, 3-step accumulation, "
+           "priorities from acting Q-values, TakeBatch per 64 transitions (columns built); "
+           "no send")
+      .Add("value", f[0].cpu.median)
+      .Add("unit", "env steps/s, per CPU second (one core)")
+      .Add("clock", "thread CPU time")
+      .Add("wall_value", f[0].wall.median)
+      .Add("baseline", "the same actor on LibTorch inference")
+      .Add("baseline_value", f[1].cpu.median)
+      .Add("ratio", PairedRatio(f[0], f[1], &Window::cpu_rate).median)
+      .Add("fast_inference_ns_per_step", ns_per_step(f[2].cpu.median))
+      .Add("libtorch_inference_ns_per_step", ns_per_step(f[3].cpu.median))
+      .Add("fast_ns_per_step", ns_per_step(f[0].cpu.median))
+      .Add("libtorch_ns_per_step", ns_per_step(f[1].cpu.median))
+      .Add("min", f[0].cpu.min)
+      .Add("max", f[0].cpu.max)
+      .Add("rounds", s.rounds)
+      .Add("window_s", s.window_s)
+      .Add("load1", Load1())
+      .Print();
+}
+
+}  // namespace ferry::bench::acting_bench
