@@ -23,23 +23,6 @@ constexpr double kRequestRepeatS = 1.0;
 // How long a chunked fetch waits for an answer before it asks again.
 constexpr double kChunkRetryS = 1.0;
 
-// Checks a Weights message and returns its blob; counts a bad one in `rejected`.
-std::optional<WeightsBlob> ReadWeights(Result<Message> m, int64_t newer_than, int64_t* rejected) {
-  if (!m.ok()) {  // Damaged on the way (its wire checksum) or not a ferry message.
-    ++*rejected;
-    return std::nullopt;
-  }
-  if (m->header.type != MessageType::kWeights) return std::nullopt;
-  WeightsMeta meta;
-  if (!core::DecodeMeta(*m, &meta).ok() || m->payload.size() != 2 ||
-      m->payload[1].size() != meta.bytes || BlobChecksum(*m) != meta.checksum) {
-    ++*rejected;
-    return std::nullopt;
-  }
-  if (meta.version <= newer_than) return std::nullopt;
-  return WeightsBlob{meta.version, meta.checksum, std::move(m->payload[1])};
-}
-
 }  // namespace
 
 WeightsPublisher::WeightsPublisher(zmq::context_t& context, const std::string& endpoint)
@@ -147,7 +130,7 @@ void WeightsSubscriber::Receive(Result<Message> m, std::optional<WeightsBlob>* n
   }
   switch (m->header.type) {
     case MessageType::kWeights:
-      Take(ReadWeights(std::move(m), version_, &rejected_), newest);
+      OnWeights(*m, newest);
       break;
     case MessageType::kWeightsAnnounce:
       OnAnnounce(*m);
@@ -160,11 +143,21 @@ void WeightsSubscriber::Receive(Result<Message> m, std::optional<WeightsBlob>* n
   }
 }
 
-void WeightsSubscriber::Take(std::optional<WeightsBlob> blob, std::optional<WeightsBlob>* newest) {
-  if (!blob || blob->version <= version_) return;
-  version_ = blob->version;
+void WeightsSubscriber::Take(WeightsBlob blob, std::optional<WeightsBlob>* newest) {
+  if (blob.version <= version_) return;
+  version_ = blob.version;
   *newest = std::move(blob);
   if (fetch_ && fetch_->meta.version <= version_) fetch_.reset();
+}
+
+void WeightsSubscriber::OnWeights(Message& m, std::optional<WeightsBlob>* newest) {
+  WeightsMeta meta;
+  if (!core::DecodeMeta(m, &meta).ok() || m.payload.size() != 2 ||
+      m.payload[1].size() != meta.bytes || BlobChecksum(m) != meta.checksum) {
+    ++rejected_;
+    return;
+  }
+  Take(WeightsBlob{meta.version, meta.checksum, std::move(m.payload[1])}, newest);
 }
 
 void WeightsSubscriber::OnAnnounce(const Message& m) {

@@ -81,7 +81,9 @@ class WeightsSubscriber {
   };
 
   void Receive(Result<core::Message> m, std::optional<WeightsBlob>* newest);
-  void Take(std::optional<WeightsBlob> blob, std::optional<WeightsBlob>* newest);
+  // Makes `blob` the newest, unless it is not newer than what Poll gave before.
+  void Take(WeightsBlob blob, std::optional<WeightsBlob>* newest);
+  void OnWeights(core::Message& m, std::optional<WeightsBlob>* newest);
   void OnAnnounce(const core::Message& m);
   void OnChunk(core::Message& m, std::optional<WeightsBlob>* newest);
   // Starts, re-asks or continues the chunked fetch as its state requires.
