@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every benchmark binary built from bench/*.cc and collects their JSON
+# Runs every benchmark binary (one per bench/*.cc and per bench/<name>/ folder) and collects their JSON
 # lines (one object per measurement) into one file; other output only goes to the terminal.
 #   usage: bench/run_all.sh BUILD_DIR [OUT_FILE]   (OUT_FILE: BUILD_DIR/bench/results.jsonl)
 # BENCH_ARGS is passed to every binary, e.g. BENCH_ARGS=--quick for a smoke run.
@@ -27,8 +27,12 @@ trap 'rm -f "$log"' EXIT
 
 : >"$out"
 status=0
-for src in "$here"/*.cc; do
-  name=$(basename "$src" .cc)
+names=()
+for src in "$here"/*.cc "$here"/*/main.cc; do
+  if [[ $src == */main.cc ]]; then src=$(dirname "$src"); fi
+  names+=("$(basename "$src" .cc)")
+done
+for name in "${names[@]}"; do
   binary=$build/bench/$name
   if [[ ! -x $binary ]]; then
     echo "run_all: $binary is missing; build it with: ninja -C $build $name" >&2
@@ -36,7 +40,8 @@ for src in "$here"/*.cc; do
     continue
   fi
   launcher=()
-  if ldd "$binary" | grep -q libmpi; then launcher=("${mpirun[@]}"); fi
+  # grep reads all of ldd's output: an early exit would kill ldd with SIGPIPE under pipefail.
+  if ldd "$binary" | grep libmpi >/dev/null; then launcher=("${mpirun[@]}"); fi
   echo "run_all: ${launcher[*]} $name" >&2
   if ! "${launcher[@]}" "$binary" "${args[@]}" | tee "$log"; then
     echo "run_all: $name failed" >&2
