@@ -401,6 +401,15 @@ const std::vector<CrossCheck>& CrossChecks() {
                 ") must be <= 'replay.capacity' (" + Show(c.replay.capacity) +
                 "), or no shard ever holds enough to sample";
        }},
+      {{"replay.capacity_bytes", "replay.compression"},
+       [](const Config& c) -> std::string {
+         if (c.replay.capacity_bytes == 0 || c.replay.compression == "none") return {};
+         return "'replay.capacity_bytes' (" + Show(c.replay.capacity_bytes) +
+                ") cannot size a table whose rows are compressed ('replay.compression' is " +
+                c.replay.compression +
+                "): they have no fixed size; give 'replay.capacity' in transitions instead "
+                "(ferry inspect shows the bytes they take)";
+       }},
       {{"network.replay_port", "replay.shards"},
        [](const Config& c) -> std::string {
          const int64_t last = int64_t{c.network.replay_port} + c.replay.shards - 1;

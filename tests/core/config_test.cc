@@ -270,6 +270,11 @@ TEST_CASE("keys that must agree with each other are checked together") {
   CHECK(ErrorOf("replay: {capacity: 10, min_size_to_sample: 11}")
             .find("'replay.min_size_to_sample' (11) must be <= 'replay.capacity' (10)") !=
         std::string::npos);
+  CHECK(ErrorOf("replay: {capacity_bytes: 1000000, compression: lz4}")
+            .find("'replay.capacity_bytes' (1000000) cannot size a table whose rows are "
+                  "compressed") != std::string::npos);
+  CHECK(Parse("replay: {capacity_bytes: 1000000, compression: none}").replay.capacity_bytes ==
+        1000000);
 }
 
 TEST_CASE("a bad override path names it and the closest valid key") {
