@@ -28,6 +28,7 @@
 
 #include "bench/bench.h"
 #include "core/log.h"
+#include "core/malloc_tuning.h"
 #include "learner/dqn_loss.h"
 #include "learner/dqn_updater.h"
 #include "learner/gradient_reducer.h"
@@ -671,6 +672,7 @@ void LeastSquaresBench(const Settings& s) {
 }
 
 int Main(int argc, char** argv) {
+  core::KeepLargeBlocksInHeap();  // As ferry's own processes run, baselines included.
   MPI_Init(&argc, &argv);
   Settings settings;
   std::string only;

@@ -28,6 +28,7 @@
 #include "core/config.h"
 #include "core/curve.h"
 #include "core/log.h"
+#include "core/malloc_tuning.h"
 #include "core/topology.h"
 #include "envs/env.h"
 #include "launch/plot.h"
@@ -470,6 +471,7 @@ int PlotRuns(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ferry::core::KeepLargeBlocksInHeap();
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 1 : 0;

@@ -11,6 +11,7 @@
 
 #include "cli/replay_role.h"
 #include "core/log.h"
+#include "core/malloc_tuning.h"
 
 namespace {
 
@@ -28,6 +29,7 @@ int Usage(const std::string& why) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ferry::core::KeepLargeBlocksInHeap();
   std::string config_path;
   std::vector<std::string> overrides;
   long shard = -1;

@@ -265,7 +265,7 @@ Status ShardServer::HandleSample(const zmq::message_t& routing_id, const Message
     ++stats_.samples_refused;
   } else {
     for (const auto& column : options_.schema.columns) {
-      row_frames.push_back(reply_frames_.Take(req.count * column.row_bytes()));
+      row_frames.emplace_back(req.count * column.row_bytes());
     }
     // Only now: a frame of up to 33 bytes keeps its bytes inside the
     // zmq::message_t, so they move whenever the vector grows.

@@ -27,7 +27,6 @@
 #include <zmq.hpp>
 
 #include "core/experience.h"
-#include "core/frame_pool.h"
 #include "core/status.h"
 #include "core/wire.h"
 #include "replay/dedup.h"
@@ -103,8 +102,6 @@ class ShardServer {
   std::mt19937_64 rng_;
   std::deque<Pending> pending_;
   SampleBatch scratch_;  // Keys, masses, times_sampled of a draw; columns go to frames.
-  // The column frames of sample replies: reused, so large rows are not page-faulted in anew.
-  core::FramePool reply_frames_{size_t{64} << 20};
 
   mutable std::mutex stats_mu_;
   StatsMeta stats_;  // Guarded by stats_mu_; a copy refreshed after each message.

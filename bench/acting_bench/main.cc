@@ -45,6 +45,7 @@
 #include "bench/acting_bench/common.h"
 #include "bench/bench.h"
 #include "core/log.h"
+#include "core/malloc_tuning.h"
 #include "envs/env.h"
 #include "models/fast_mlp.h"
 
@@ -52,6 +53,7 @@ namespace ferry::bench::acting_bench {
 namespace {
 
 int Main(int argc, char** argv) {
+  core::KeepLargeBlocksInHeap();  // As ferry's own processes run, baselines included.
   Settings s;
   std::string env_id;
   std::string only;

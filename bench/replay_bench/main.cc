@@ -27,11 +27,13 @@
 #include "bench/bench.h"
 #include "bench/replay_bench/common.h"
 #include "core/log.h"
+#include "core/malloc_tuning.h"
 
 namespace ferry::bench::replay_bench {
 namespace {
 
 int Main(int argc, char** argv) {
+  core::KeepLargeBlocksInHeap();  // As ferry's own processes run, baselines included.
   Settings s;
   std::string only, rows;
   for (int i = 1; i < argc; ++i) {
