@@ -131,15 +131,95 @@ __attribute__((target("sse4.2,pclmul"))) uint32_t ThreeStreamRegister(uint32_t c
   return OneStreamRegister(crc, p, n);
 }
 
+// With AVX-512 and VPCLMULQDQ, 16 lanes of 128 bits (four 512-bit registers)
+// fold the data forward instead: a lane X standing for the bytes at its place
+// is carried 256 bytes on as X * x^2048 and added to the lane there. Split X
+// into its first qword A (the higher powers) and second qword B:
+//   X * x^d = A * x^(64 + d) + B * x^d = A * (x^(64 + d - 33) mod P) + B * (x^(d - 33) mod P)
+// in the reflected bit order, where a carry-less product adds one x and the
+// 128-bit lane layout another 32 (the same offset as Shift above). At the end
+// lane p moves 128 (15 - p) bits onto lane 15, and crc32q over that lane's two
+// qwords multiplies it by x^32 mod P: the register.
+constexpr size_t kFoldStride = 256;
+
+struct LaneShift {
+  uint64_t first;   // x^(64 + d - 33) mod P
+  uint64_t second;  // x^(d - 33) mod P
+};
+
+constexpr LaneShift ShiftLaneBy(uint64_t bits) {
+  return {XPowModP(64 + bits - 33), XPowModP(bits - 33)};
+}
+
+constexpr LaneShift kStrideShift = ShiftLaneBy(8 * kFoldStride);
+
+struct FinalShifts {
+  LaneShift lane[15];  // Lane p of the last stride onto lane 15.
+};
+
+constexpr FinalShifts MakeFinalShifts() {
+  FinalShifts f{};
+  for (int p = 0; p < 15; ++p) f.lane[p] = ShiftLaneBy(128 * (15 - p));
+  return f;
+}
+
+constexpr FinalShifts kFinalShifts = MakeFinalShifts();
+
+#define FERRY_FOLD_TARGET __attribute__((target("avx512f,avx512vl,vpclmulqdq,pclmul,sse4.2")))
+
+FERRY_FOLD_TARGET inline __m512i FoldStep(__m512i x, __m512i shift, const uint8_t* next) {
+  const __m512i first = _mm512_clmulepi64_epi128(x, shift, 0x00);
+  const __m512i second = _mm512_clmulepi64_epi128(x, shift, 0x11);
+  return _mm512_ternarylogic_epi64(first, second, _mm512_loadu_si512(next), 0x96);  // a^b^c
+}
+
+FERRY_FOLD_TARGET inline __m128i FoldLane(__m128i x, LaneShift shift) {
+  const __m128i k =
+      _mm_set_epi64x(static_cast<int64_t>(shift.second), static_cast<int64_t>(shift.first));
+  return _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11));
+}
+
+// Consumes whole strides while at least two remain, then hands the rest to the three streams.
+FERRY_FOLD_TARGET uint32_t FoldingRegister(uint32_t crc, const uint8_t* p, size_t n) {
+  if (n < 2 * kFoldStride) return ThreeStreamRegister(crc, p, n);
+  __m512i x[4];
+  for (int r = 0; r < 4; ++r) x[r] = _mm512_loadu_si512(p + 64 * r);
+  x[0] = _mm512_xor_si512(x[0], _mm512_zextsi128_si512(_mm_cvtsi32_si128(static_cast<int>(crc))));
+  p += kFoldStride;
+  n -= kFoldStride;
+  const __m512i shift = _mm512_set4_epi64(
+      static_cast<int64_t>(kStrideShift.second), static_cast<int64_t>(kStrideShift.first),
+      static_cast<int64_t>(kStrideShift.second), static_cast<int64_t>(kStrideShift.first));
+  while (n >= kFoldStride) {
+    for (int r = 0; r < 4; ++r) x[r] = FoldStep(x[r], shift, p + 64 * r);
+    p += kFoldStride;
+    n -= kFoldStride;
+  }
+  alignas(64) __m128i lanes[16];
+  for (int r = 0; r < 4; ++r) _mm512_store_si512(lanes + 4 * r, x[r]);
+  __m128i last = lanes[15];
+  for (int lane = 0; lane < 15; ++lane) {
+    last = _mm_xor_si128(last, FoldLane(lanes[lane], kFinalShifts.lane[lane]));
+  }
+  uint64_t reg = _mm_crc32_u64(0, static_cast<uint64_t>(_mm_cvtsi128_si64(last)));
+  reg = _mm_crc32_u64(reg, static_cast<uint64_t>(_mm_extract_epi64(last, 1)));
+  return ThreeStreamRegister(static_cast<uint32_t>(reg), p, n);
+}
+
+#undef FERRY_FOLD_TARGET
+
 #endif
 
 using RegisterFunction = uint32_t (*)(uint32_t, const uint8_t*, size_t);
 
 RegisterFunction Fastest() {
 #if defined(__x86_64__)
-  if (__builtin_cpu_supports("sse4.2") && __builtin_cpu_supports("pclmul")) {
-    return ThreeStreamRegister;
+  const bool streams = __builtin_cpu_supports("sse4.2") && __builtin_cpu_supports("pclmul");
+  if (streams && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("vpclmulqdq")) {
+    return FoldingRegister;
   }
+  if (streams) return ThreeStreamRegister;
   if (__builtin_cpu_supports("sse4.2")) return OneStreamRegister;
 #endif
   return TableRegister;
@@ -177,6 +257,15 @@ uint32_t Crc32cOneStream(uint32_t crc, const void* data, size_t size) {
   }
 #endif
   return Crc32cTable(crc, data, size);
+}
+
+uint32_t Crc32cThreeStreams(uint32_t crc, const void* data, size_t size) {
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("sse4.2") && __builtin_cpu_supports("pclmul")) {
+    return ~ThreeStreamRegister(~crc, static_cast<const uint8_t*>(data), size);
+  }
+#endif
+  return Crc32cOneStream(crc, data, size);
 }
 
 }  // namespace internal

@@ -66,13 +66,15 @@ TEST_CASE("Crc32c agrees with the bitwise definition at every length and alignme
 }
 
 TEST_CASE("Crc32c agrees with the table path for random sizes up to 100 KB and unaligned starts") {
-  // Sizes around the three-stream block boundaries (3 x 256 and 3 x 8192
-  // bytes) are drawn on purpose, the rest uniformly; starts cover all 64
-  // offsets within a cache line, and the running value is random.
+  // Sizes around the folding path's start (two 256-byte strides) and the
+  // three-stream block boundaries (3 x 256 and 3 x 8192 bytes) are drawn on
+  // purpose, the rest uniformly; starts cover all 64 offsets within a cache
+  // line, and the running value is random.
   std::mt19937_64 rng(7);
   std::vector<uint8_t> bytes(100000 + 64);
   for (auto& b : bytes) b = static_cast<uint8_t>(rng());
-  const std::vector<size_t> edges = {767, 768, 769, 1535, 1536, 24575, 24576, 24577, 49152};
+  const std::vector<size_t> edges = {255,  256,  511,  512,   513,   767,   768,  769,
+                                     1023, 1535, 1536, 24575, 24576, 24577, 49152};
   for (int trial = 0; trial < 2000; ++trial) {
     const size_t offset = rng() % 64;
     const size_t size = trial < static_cast<int>(edges.size()) ? edges[trial] : rng() % 100001;
@@ -82,6 +84,8 @@ TEST_CASE("Crc32c agrees with the table path for random sizes up to 100 KB and u
     REQUIRE(Crc32c(start, bytes.data() + offset, size) ==
             internal::Crc32cTable(start, bytes.data() + offset, size));
     REQUIRE(internal::Crc32cOneStream(start, bytes.data() + offset, size) ==
+            internal::Crc32cTable(start, bytes.data() + offset, size));
+    REQUIRE(internal::Crc32cThreeStreams(start, bytes.data() + offset, size) ==
             internal::Crc32cTable(start, bytes.data() + offset, size));
   }
 }
