@@ -24,20 +24,23 @@ namespace {
 // Control slots in the fused gradient buffer (GradientReducer::control).
 enum Control : int { kEndCode = 0, kSignalled, kMissingData, kLossSum, kEnvSteps, kNumControl };
 
-torch::Tensor Column(const std::vector<uint8_t>& bytes, int rows, int per_row, torch::Dtype dtype) {
-  std::vector<int64_t> shape = {rows};
+// Column c of the batch in a tensor of its own (the one copy of the received rows).
+torch::Tensor Column(const replay::SampledBatch& s, size_t c, int per_row, torch::Dtype dtype) {
+  std::vector<int64_t> shape = {s.count};
   if (per_row > 1) shape.push_back(per_row);
-  return torch::from_blob(const_cast<uint8_t*>(bytes.data()), shape, dtype).clone();
+  torch::Tensor column = torch::empty(shape, dtype);
+  s.CopyColumn(c, column.data_ptr());
+  return column;
 }
 
 DqnBatch ToTensors(const replay::SampledBatch& s, int obs_dim, const torch::Device& device) {
   DqnBatch b;
   const int n = s.count;
-  b.obs = Column(s.columns[core::kObs], n, obs_dim, torch::kFloat32).view({n, obs_dim});
-  b.next_obs = Column(s.columns[core::kNextObs], n, obs_dim, torch::kFloat32).view({n, obs_dim});
-  b.action = Column(s.columns[core::kAction], n, 1, torch::kInt32).to(torch::kInt64);
-  b.reward = Column(s.columns[core::kReward], n, 1, torch::kFloat32);
-  b.discount = Column(s.columns[core::kDiscount], n, 1, torch::kFloat32);
+  b.obs = Column(s, core::kObs, obs_dim, torch::kFloat32).view({n, obs_dim});
+  b.next_obs = Column(s, core::kNextObs, obs_dim, torch::kFloat32).view({n, obs_dim});
+  b.action = Column(s, core::kAction, 1, torch::kInt32).to(torch::kInt64);
+  b.reward = Column(s, core::kReward, 1, torch::kFloat32);
+  b.discount = Column(s, core::kDiscount, 1, torch::kFloat32);
   b.weights = torch::from_blob(const_cast<float*>(s.weights.data()), {n}).clone();
   for (torch::Tensor* t : {&b.obs, &b.next_obs, &b.action, &b.reward, &b.discount, &b.weights}) {
     *t = t->to(device);
@@ -50,10 +53,11 @@ DqnBatch ToTensors(const replay::SampledBatch& s, int obs_dim, const torch::Devi
 class LagStats {
  public:
   void Add(const replay::SampledBatch& s, int64_t updates) {
-    const auto* versions = reinterpret_cast<const int64_t*>(s.columns[core::kPolicyVersion].data());
+    versions_.resize(static_cast<size_t>(s.count));
+    s.CopyColumn(core::kPolicyVersion, versions_.data());
     for (int i = 0; i < s.count; ++i) {
-      if (versions[i] < 0) continue;  // Inserted without a policy (random warm-up).
-      const double lag = static_cast<double>(updates - versions[i]);
+      if (versions_[i] < 0) continue;  // Inserted without a policy (random warm-up).
+      const double lag = static_cast<double>(updates - versions_[i]);
       if (kept_.size() < kKeep) {
         kept_.push_back(lag);
       } else if (const uint64_t j = rng_() % (seen_ + 1); j < kKeep) {
@@ -79,6 +83,7 @@ class LagStats {
   static constexpr size_t kKeep = 1 << 14;
   std::vector<double> kept_;
   uint64_t seen_ = 0;
+  std::vector<int64_t> versions_;  // The batch's policy versions, reused.
   std::mt19937_64 rng_{12345};
 };
 

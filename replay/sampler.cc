@@ -176,10 +176,7 @@ Result<SampledBatch> ReplaySampler::Sample(int count, double beta, double timeou
   SampledBatch batch;
   batch.count = count;
   batch.wait_seconds = waited;
-  batch.columns.resize(schema_.columns.size());
-  for (size_t c = 0; c < schema_.columns.size(); ++c) {
-    batch.columns[c].reserve(count * schema_.columns[c].row_bytes());
-  }
+  batch.column_frames.resize(schema_.columns.size());
   double global_total = 0;
   double global_min = 0;
   for (const auto& m : mass_) {
@@ -190,7 +187,7 @@ Result<SampledBatch> ReplaySampler::Sample(int count, double beta, double timeou
   }
   for (int k = 0; k < num_shards(); ++k) {
     if (counts[k] == 0) continue;
-    const Message& r = replies[k];
+    Message& r = replies[k];
     const size_t n = static_cast<size_t>(counts[k]);
     if (r.payload.size() != 4 + schema_.columns.size() || r.payload[1].size() != n * sizeof(Key) ||
         r.payload[2].size() != n * sizeof(double)) {
@@ -204,17 +201,32 @@ Result<SampledBatch> ReplaySampler::Sample(int count, double beta, double timeou
       batch.probabilities.push_back(masses_k[i] / global_total);
     }
     for (size_t c = 0; c < schema_.columns.size(); ++c) {
-      const auto& frame = r.payload[4 + c];
+      auto& frame = r.payload[4 + c];
       if (frame.size() != n * schema_.columns[c].row_bytes()) {
         return Internal("replay shard " + endpoints_[k] + " sent a column of the wrong size");
       }
-      const auto* bytes = frame.data<uint8_t>();
-      batch.columns[c].insert(batch.columns[c].end(), bytes, bytes + frame.size());
+      batch.column_frames[c].push_back(std::move(frame));
     }
   }
   batch.weights =
       ImportanceWeights(batch.probabilities, batch.global_size, global_min / global_total, beta);
   return batch;
+}
+
+void SampledBatch::CopyColumn(size_t c, void* dst) const {
+  auto* out = static_cast<uint8_t*>(dst);
+  for (const auto& frame : column_frames[c]) {
+    std::memcpy(out, frame.data(), frame.size());
+    out += frame.size();
+  }
+}
+
+std::vector<uint8_t> SampledBatch::Column(size_t c) const {
+  size_t bytes = 0;
+  for (const auto& frame : column_frames[c]) bytes += frame.size();
+  std::vector<uint8_t> column(bytes);
+  CopyColumn(c, column.data());
+  return column;
 }
 
 void ReplaySampler::UpdatePriorities(const SampledBatch& batch,

@@ -14,7 +14,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
 #include <zmq.hpp>
 
 #include "core/experience.h"
@@ -27,14 +26,20 @@ namespace ferry::replay {
 
 struct SampledBatch {
   int count = 0;
-  std::vector<uint32_t> shards;               // Owning shard of each item.
+  std::vector<uint32_t> shards;  // Owning shard of each item.
   std::vector<Key> keys;
-  std::vector<double> probabilities;          // Global P(i).
-  std::vector<float> weights;                 // Normalised IS weights.
-  std::vector<std::vector<uint8_t>> columns;  // One buffer per schema column.
+  std::vector<double> probabilities;  // Global P(i).
+  std::vector<float> weights;         // Normalised IS weights.
+  // Per schema column, its rows in key order as the shards sent them: one frame per
+  // shard that contributed, kept as received (no copy). CopyColumn and Column join them.
+  std::vector<std::vector<zmq::message_t>> column_frames;
   int64_t global_size = 0;
-  int64_t inserted_total = 0;                 // Transitions ever stored, all shards.
-  double wait_seconds = 0;                    // Time spent waiting on rate limits.
+  int64_t inserted_total = 0;  // Transitions ever stored, all shards.
+  double wait_seconds = 0;     // Time spent waiting on rate limits.
+
+  // Writes column c's count rows to dst (count * row bytes).
+  void CopyColumn(size_t c, void* dst) const;
+  std::vector<uint8_t> Column(size_t c) const;
 };
 
 class ReplaySampler {

@@ -368,8 +368,9 @@ TEST_CASE("a shard survives a fuzz of random and corrupted messages and stays co
   CHECK(batch->count == 32);
   CHECK(batch->global_size == std::min<int64_t>(inserted, options.capacity));
   CHECK(batch->inserted_total == inserted);
-  for (size_t c = 0; c < batch->columns.size(); ++c) {
-    CHECK(batch->columns[c].size() == 32 * TestSchema().columns[c].row_bytes());
+  REQUIRE(batch->column_frames.size() == TestSchema().columns.size());
+  for (size_t c = 0; c < batch->column_frames.size(); ++c) {
+    CHECK(batch->Column(c).size() == 32 * TestSchema().columns[c].row_bytes());
   }
   for (int i = 0; i < 32; ++i) {
     CHECK(batch->probabilities[i] > 0);

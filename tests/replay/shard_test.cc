@@ -203,8 +203,9 @@ TEST_CASE("sharded sampling is global-proportional with global probabilities and
     CHECK(batch->global_size == 400);
     CHECK(batch->inserted_total == 400);
     int batch_b = 0;
+    const std::vector<uint8_t> ids = batch->Column(core::kPolicyVersion);
     for (int i = 0; i < kBatch; ++i) {
-      const int64_t id = testing::RowId(batch->columns[core::kPolicyVersion], i);
+      const int64_t id = testing::RowId(ids, i);
       if (batch->shards[i] == 0) {
         REQUIRE((id >= 0 && id < 300));
         ++hits_a[id];
