@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <random>
 
@@ -93,26 +94,26 @@ void BroadcastParameters(models::QNetwork& net, MPI_Comm comm) {
   FERRY_CHECK(models::FromBlob(*net, blob.data(), blob.size()).ok());
 }
 
-// Every rank's parameter checksum must be the same bits; a mismatch means the
-// data-parallel invariant broke and continuing would train garbage.
-Status CheckParametersAgree(DqnUpdater& updater, MPI_Comm comm) {
-  const double mine = updater.ParameterChecksum();
-  double bounds[2] = {mine, -mine};
-  MPI_Allreduce(MPI_IN_PLACE, bounds, 2, MPI_DOUBLE, MPI_MAX, comm);
-  if (bounds[0] != -bounds[1]) {
-    return Internal("learner ranks hold different parameters after " +
-                    std::to_string(updater.updates()) + " updates (checksums between " +
-                    std::to_string(-bounds[1]) + " and " + std::to_string(bounds[0]) +
-                    "); stopping");
-  }
-  return Status::Ok();
-}
-
 torch::Device PickDevice(const std::string& name) {
   return name == "cuda" ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU);
 }
 
 }  // namespace
+
+Status CheckParametersAgree(DqnUpdater& updater, MPI_Comm comm) {
+  const uint32_t mine = updater.ParameterChecksum();
+  uint32_t bounds[2] = {mine, ~mine};  // The largest checksum, and the complement of the smallest.
+  MPI_Allreduce(MPI_IN_PLACE, bounds, 2, MPI_UINT32_T, MPI_MAX, comm);
+  if (bounds[0] != ~bounds[1]) {
+    char checksums[80];
+    std::snprintf(checksums, sizeof(checksums),
+                  "parameter checksums from %08x to %08x, this rank's %08x", ~bounds[1], bounds[0],
+                  mine);
+    return Internal("learner ranks hold different parameters after " +
+                    std::to_string(updater.updates()) + " updates (" + checksums + "); stopping");
+  }
+  return Status::Ok();
+}
 
 Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::atomic<bool>& stop) {
   torch::set_num_threads(1);

@@ -19,10 +19,13 @@
 #ifndef FERRY_LEARNER_APEX_DQN_H_
 #define FERRY_LEARNER_APEX_DQN_H_
 
+#include <mpi.h>
+
 #include <atomic>
 
 #include "core/config.h"
 #include "core/status.h"
+#include "learner/dqn_updater.h"
 
 namespace ferry::learner {
 
@@ -32,6 +35,11 @@ enum class RunEnd : int { kTargetReached = 0, kError = 1, kBudgetExhausted = 2, 
 // Runs this rank's learner (MPI must be initialised) until the run ends. With
 // `resume`, starts from the newest checkpoint in <run.dir>/checkpoints.
 Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::atomic<bool>& stop);
+
+// Compares every rank's parameter checksum (one allreduce over `comm`, called by all its
+// ranks): an error on every rank if any two differ, since the data-parallel invariant broke
+// and going on would train diverged copies.
+Status CheckParametersAgree(DqnUpdater& updater, MPI_Comm comm);
 
 }  // namespace ferry::learner
 

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "core/crc32c.h"
 #include "core/log.h"
 #include "envs/env.h"
 
@@ -148,12 +149,13 @@ void DqnUpdater::ApplyGradients() {
   if (updates_ % options_.target_update_period == 0) models::CopyParameters(*online_, *target_);
 }
 
-double DqnUpdater::ParameterChecksum() {
-  double sum = 0;
+uint32_t DqnUpdater::ParameterChecksum() {
+  uint32_t crc = 0;
   for (const auto& p : online_->parameters()) {
-    sum += p.detach().to(torch::kCPU, torch::kFloat64).sum().item<double>();
+    const torch::Tensor bytes = p.detach().to(torch::kCPU).contiguous();
+    crc = core::Crc32c(crc, bytes.data_ptr(), bytes.nbytes());
   }
-  return sum;
+  return crc;
 }
 
 Status DqnUpdater::SaveCheckpoint(const std::string& path, const RunCounters& counters) {

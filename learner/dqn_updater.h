@@ -64,8 +64,10 @@ class DqnUpdater {
   // Clipped Adam step; copies online -> target every target_update_period.
   void ApplyGradients();
 
-  // Sum of all parameters in double: equal on every rank while they agree.
-  double ParameterChecksum();
+  // CRC32C of the online network's parameter bytes: equal on two ranks exactly when
+  // (up to a checksum collision) they hold the same bits. A sum would miss swapped
+  // values and changes that cancel.
+  uint32_t ParameterChecksum();
   int64_t num_parameters() { return models::ParameterCount(*online_); }
   int64_t updates() const { return updates_; }
   models::QNetwork& online() { return online_; }
