@@ -76,7 +76,8 @@ constexpr const char* kUsage =
     "                                        DIR defaults to the first RUN_DIR/plots\n"
     "\n"
     "Every role takes --set key.path=value overrides after the config.\n"
-    "Exit codes of run and learner: 0 target return reached, 2 budget exhausted, 1 error.\n";
+    "Exit codes of run and learner: 0 target return reached, 2 budget exhausted, 1 error.\n"
+    "A role that cannot run with its configuration exits with 78; run then stops at once.\n";
 
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop.store(true); }
@@ -219,7 +220,7 @@ bool Load(const Args& args, Config* config) {
 
 int Fail(const ferry::Status& status) {
   ferry::core::Log("error: %s", status.message().c_str());
-  return 1;
+  return ferry::ExitCodeFor(status);
 }
 
 int RunReplay(const Args& args, const Config& config) {
@@ -288,7 +289,8 @@ int RunLearnerRole(const Args& args, const Config& config) {
   auto end = ferry::learner::RunLearner(config, args.resume, g_stop);
   if (!end.ok()) {
     ferry::core::Log("error: %s", end.status().message().c_str());
-    MPI_Abort(MPI_COMM_WORLD, 1);  // The other ranks would wait in the allreduce forever.
+    // The other ranks would wait in the allreduce forever; mpirun exits with this code.
+    MPI_Abort(MPI_COMM_WORLD, ferry::ExitCodeFor(end.status()));
   }
   MPI_Finalize();
   return static_cast<int>(*end);

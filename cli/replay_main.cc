@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
       ferry::cli::ServeReplayShard(*config, static_cast<int>(shard), g_stop);
   if (!served.ok()) {
     ferry::core::Log("error: %s", served.message().c_str());
-    return 1;
+    return ferry::ExitCodeFor(served);
   }
   return 0;
 }

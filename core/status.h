@@ -43,12 +43,23 @@ class Status {
   std::string message_;
 };
 
-inline Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+inline Status InvalidArgument(std::string m) {
+  return {StatusCode::kInvalidArgument, std::move(m)};
+}
 inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
 inline Status DataLoss(std::string m) { return {StatusCode::kDataLoss, std::move(m)}; }
 inline Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
-inline Status DeadlineExceeded(std::string m) { return {StatusCode::kDeadlineExceeded, std::move(m)}; }
+inline Status DeadlineExceeded(std::string m) {
+  return {StatusCode::kDeadlineExceeded, std::move(m)};
+}
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+
+// The exit status of a process that cannot run with its configuration (sysexits' EX_CONFIG):
+// `ferry run` stops the run instead of restarting that process into the same error.
+inline constexpr int kConfigErrorExit = 78;
+// A role's exit status for the error that ended it: kConfigErrorExit for an
+// InvalidArgument (a configuration it cannot run with), otherwise 1.
+int ExitCodeFor(const Status& status);
 
 template <typename T>
 class Result {
@@ -78,15 +89,15 @@ namespace internal {
 }  // namespace ferry
 
 // Invariants that only a bug can break: abort loudly with the location.
-#define FERRY_CHECK(cond)                                                  \
-  do {                                                                     \
+#define FERRY_CHECK(cond)                                                   \
+  do {                                                                      \
     if (!(cond)) ::ferry::internal::CheckFailed(__FILE__, __LINE__, #cond); \
   } while (0)
 
 // Returns early from the calling function when `expr` yields a non-OK Status.
-#define FERRY_RETURN_IF_ERROR(expr)          \
-  do {                                       \
-    ::ferry::Status ferry_status_ = (expr);  \
+#define FERRY_RETURN_IF_ERROR(expr)                \
+  do {                                             \
+    ::ferry::Status ferry_status_ = (expr);        \
     if (!ferry_status_.ok()) return ferry_status_; \
   } while (0)
 

@@ -17,9 +17,12 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <thread>
 
 #include "core/log.h"
+#include "core/status.h"
 #include "core/topology.h"
 
 namespace ferry::launch {
@@ -44,6 +47,19 @@ struct Child {
   int restarts = 0;
   double restart_at = -1;  // When a crashed child is due to start again.
 };
+
+// The message of the last "error: " line a process wrote to its log, or where to look.
+std::string LastError(const std::string& log_path) {
+  std::ifstream in(log_path);
+  std::string line, last;
+  constexpr std::string_view kMarker = "error: ";
+  while (std::getline(in, line)) {
+    if (const size_t at = line.find(kMarker); at != std::string::npos) {
+      last = line.substr(at + kMarker.size());
+    }
+  }
+  return last.empty() ? "see " + log_path : last;
+}
 
 pid_t Spawn(const Child& child, const std::string& log_path) {
   const pid_t parent = getpid();
@@ -357,12 +373,17 @@ int RunTopology(const RunRequest& request) {
       for (auto& c : children) {
         if (c.pid != pid) continue;
         c.pid = -1;
+        const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        if (code == kConfigErrorExit) {
+          failure =
+              c.name + " cannot run with this configuration: " + LastError(logs + c.name + ".log");
+          break;
+        }
         if (c.is_learner) {
           // The learner ends a run itself (target, budget) and records why; any other exit is a
           // crash of some rank, and MPI has no fault tolerance: the whole learner starts again,
           // from its newest checkpoint once it has one.
           tail.Poll(&progress);
-          const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
           if (!progress.end.empty() || code == 0 || code == 2) {
             learner_status = code;
             break;

@@ -324,4 +324,18 @@ TEST_CASE("a misspelt config key stops the run before anything starts, naming th
   CHECK_FALSE(fs::exists(dir / "logs"));
 }
 
+TEST_CASE("a role that cannot run with its configuration stops the run at once, with its error") {
+  // Passes every per-key check, but no transition of 52 bytes fits in 10: the shards refuse it.
+  const fs::path dir = FreshRunDir("roleconfig");
+  const Outcome run =
+      RunFerry({"run", std::string(FERRY_SOURCE_DIR) + "/configs/cartpole.yaml", "--set",
+                "run.dir=" + dir.string(), "--set", "replay.capacity_bytes=10"},
+               /*timeout=*/60);
+  CHECK(run.exit_code == 1);
+  CHECK(run.output.find("cannot run with this configuration: replay.capacity_bytes: 10 bytes "
+                        "hold no transition") != std::string::npos);
+  CHECK(run.output.find("restarting") == std::string::npos);
+  CHECK(run.seconds < 30);
+}
+
 }  // namespace
