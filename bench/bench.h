@@ -117,6 +117,16 @@ struct Spread {
   double max = 0;
 };
 
+// The fields every timed figure ends with: its spread over the rounds, how many rounds of how
+// long a window, and the load average when it was measured.
+inline void AddWindowSummary(JsonLine& line, const Spread& spread, int rounds, double window_s) {
+  line.Add("min", spread.min)
+      .Add("max", spread.max)
+      .Add("rounds", rounds)
+      .Add("window_s", window_s)
+      .Add("load1", Load1());
+}
+
 inline Spread Summarize(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   const size_t n = values.size();

@@ -88,13 +88,9 @@ void EnvStepsBench(const Settings& s, const std::string& id) {
       .Add("steps_per_episode", episodes > 0 ? static_cast<double>(steps) / episodes : NAN)
       .Add("baseline", "memcpy of one stored observation per step")
       .Add("baseline_value", f[1].cpu.median)
-      .Add("ratio", PairedRatio(f[0], f[1], &Window::cpu_rate).median)
-      .Add("min", f[0].cpu.min)
-      .Add("max", f[0].cpu.max)
-      .Add("rounds", s.rounds)
-      .Add("window_s", s.window_s)
-      .Add("load1", Load1())
-      .Print();
+      .Add("ratio", PairedRatio(f[0], f[1], &Window::cpu_rate).median);
+  AddWindowSummary(line, f[0].cpu, s.rounds, s.window_s);
+  line.Print();
 }
 
 void ActorStepsBench(const Settings& s, int num_envs) {
@@ -166,13 +162,9 @@ void ActorStepsBench(const Settings& s, int num_envs) {
       .Add("fast_inference_ns_per_step", ns_per_step(f[2].cpu.median))
       .Add("libtorch_inference_ns_per_step", ns_per_step(f[3].cpu.median))
       .Add("fast_ns_per_step", ns_per_step(f[0].cpu.median))
-      .Add("libtorch_ns_per_step", ns_per_step(f[1].cpu.median))
-      .Add("min", f[0].cpu.min)
-      .Add("max", f[0].cpu.max)
-      .Add("rounds", s.rounds)
-      .Add("window_s", s.window_s)
-      .Add("load1", Load1())
-      .Print();
+      .Add("libtorch_ns_per_step", ns_per_step(f[1].cpu.median));
+  AddWindowSummary(line, f[0].cpu, s.rounds, s.window_s);
+  line.Print();
 }
 
 }  // namespace ferry::bench::acting_bench

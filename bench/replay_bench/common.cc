@@ -40,14 +40,6 @@ core::Schema CartPoleSchema() {
   std::exit(1);
 }
 
-void AddSpread(JsonLine& line, const Spread& spread, const Settings& s, double window_s) {
-  line.Add("min", spread.min)
-      .Add("max", spread.max)
-      .Add("rounds", s.rounds)
-      .Add("window_s", window_s)
-      .Add("load1", Load1());
-}
-
 std::vector<float> RandomPriorities(int64_t count, std::mt19937_64& rng) {
   std::uniform_real_distribution<float> priority(0.01f, 2.0f);
   std::vector<float> out(static_cast<size_t>(count));

@@ -36,7 +36,6 @@ Settings QuickSettings();
 
 core::Schema CartPoleSchema();
 [[noreturn]] void Die(const std::string& what);
-void AddSpread(JsonLine& line, const Spread& spread, const Settings& s, double window_s);
 std::vector<float> RandomPriorities(int64_t count, std::mt19937_64& rng);
 std::vector<uint8_t> RandomBytes(size_t count, std::mt19937_64& rng);
 

@@ -90,7 +90,7 @@ void CompressionBenches(const Settings& s) {
         .Add("baseline", "the same Table uncompressed")
         .Add("baseline_value", b.cpu.median)
         .Add("ratio", PairedRatio(a, b, &Window::cpu_rate).median);
-    AddSpread(line, a.cpu, s, w);
+    AddWindowSummary(line, a.cpu, s.rounds, w);
     line.Print();
   };
   const auto inserts =
@@ -142,7 +142,7 @@ void CompressionBenches(const Settings& s) {
         .Add("ratio_max", ratio.max)
         .Add("cpu_ns_per_transition", 1e9 / a.cpu.median)
         .Add("baseline_cpu_ns_per_transition", 1e9 / b.cpu.median);
-    AddSpread(line, a.wall, s, s.window_s);
+    AddWindowSummary(line, a.wall, s.rounds, s.window_s);
     line.Print();
   };
   const auto wire_inserts = Alternate(

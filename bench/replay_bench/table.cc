@@ -39,7 +39,7 @@ void TableLine(const Settings& s, const std::string& bench, int batch, const cha
       .Add("ceiling", "memory-touch floor: rows, generations, leaves, no tree, no pow")
       .Add("ceiling_value", f[2].cpu.median)
       .Add("ceiling_ratio", PairedRatio(f[0], f[2], &Window::cpu_rate).median);
-  AddSpread(line, f[0].cpu, s, w);
+  AddWindowSummary(line, f[0].cpu, s.rounds, w);
   line.Print();
 }
 
@@ -63,7 +63,8 @@ double MemcpyBench(const Settings& s) {
       .Add("unit", "GB/s copied, per CPU second")
       .Add("wall_value", f.wall.median / 1e9)
       .Add("baseline", "none: the reference the wire benchmarks divide by");
-  AddSpread(line, {f.cpu.median / 1e9, f.cpu.min / 1e9, f.cpu.max / 1e9}, s, s.table_window_s);
+  AddWindowSummary(line, {f.cpu.median / 1e9, f.cpu.min / 1e9, f.cpu.max / 1e9}, s.rounds,
+                   s.table_window_s);
   line.Print();
   return f.cpu.median / 1e9;
 }
@@ -118,7 +119,8 @@ void CrcBench(const Settings& s) {
         .Add("ceiling", "memcpy of the same buffer")
         .Add("ceiling_value", f[3].cpu.median / 1e9)
         .Add("ceiling_ratio", PairedRatio(f[0], f[3], &Window::cpu_rate).median);
-    AddSpread(line, {f[0].cpu.median / 1e9, f[0].cpu.min / 1e9, f[0].cpu.max / 1e9}, s, w);
+    AddWindowSummary(line, {f[0].cpu.median / 1e9, f[0].cpu.min / 1e9, f[0].cpu.max / 1e9},
+                     s.rounds, w);
     line.Print();
   }
 }

@@ -272,7 +272,7 @@ JsonLine WireLine(const std::string& bench, const RowClass& rows, int shards, in
       .Add("baseline_cpu_ns_per_transition", 1e9 / raw.cpu.median)
       .Add("cpu_ratio", PairedRatio(ferry, raw, &Window::cpu_rate).median)
       .Add("memcpy_ratio", ferry.cpu.median * row_bytes / (memcpy_gbps * 1e9));
-  AddSpread(line, ferry.wall, s, s.window_s);
+  AddWindowSummary(line, ferry.wall, s.rounds, s.window_s);
   return line;
 }
 
