@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/topology.h"
+#include "learner/background_evaluator.h"
 #include "learner/dqn_updater.h"
 #include "learner/evaluation.h"
 #include "learner/gradient_reducer.h"
@@ -190,6 +191,37 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
     core::Log("checkpoint (%s) %s in %.0f ms", why, path.c_str(), (core::NowSeconds() - t) * 1e3);
   };
 
+  // Rank 0's periodic evaluations run beside its updates (learner/background_evaluator.h).
+  std::unique_ptr<BackgroundEvaluator> evaluator;
+  if (rank == 0) {
+    evaluator =
+        std::make_unique<BackgroundEvaluator>(*options, config.env.id, config.learner.eval_episodes,
+                                              config.seed * 1000003ull + 999983ull);
+  }
+  double last_eval = NAN;
+  auto record_eval = [&](const FinishedEval& done) -> Status {
+    if (!done.result.ok()) return done.result.status();
+    const EvalResult& eval = *done.result;
+    last_eval = eval.mean_return;
+    if (last_eval > counters.best_eval) {
+      counters.best_eval = last_eval;
+      const Status saved = SavePolicy(*done.policy, {done.updates, done.env_steps, last_eval},
+                                      BestPolicyPath(checkpoint_dir));
+      if (!saved.ok()) core::Log("best policy not kept: %s", saved.message().c_str());
+    }
+    metrics.Write(core::MetricsRecord()
+                      .Add("time", done.time)
+                      .Add("updates", static_cast<double>(done.updates))
+                      .Add("env_steps", static_cast<double>(done.env_steps))
+                      .Add("eval_return", eval.mean_return)
+                      .Add("eval_return_std", eval.std_return)
+                      .Add("eval_episodes", eval.episodes));
+    core::Log("eval after %lld updates, %lld env steps: mean return %.1f +- %.1f over %d episodes",
+              static_cast<long long>(done.updates), static_cast<long long>(done.env_steps),
+              eval.mean_return, eval.std_return, eval.episodes);
+    return Status::Ok();
+  };
+
   const int global_batch = config.learner.batch_size;
   const int local_batch = global_batch / ranks + (rank < global_batch % ranks ? 1 : 0);
   Prefetcher prefetcher(context, core::ReplayEndpoints(config),
@@ -210,7 +242,6 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
   }
 
   const double start = core::NowSeconds() - counters.elapsed_seconds;
-  double last_eval = NAN;
   double wait_replay = 0, wait_allreduce = 0, compute = 0, rate_limited = 0;
   double last_report = core::NowSeconds();
   double last_checkpoint = last_report;
@@ -323,28 +354,12 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
     }
     const double now = core::NowSeconds();
     if (updates % config.learner.eval_period == 0) {
-      auto eval = EvaluateGreedy(updater.online(), config.env.id, config.learner.eval_episodes,
-                                 config.seed * 1000003ull + 999983ull);
-      if (!eval.ok()) return eval.status();
-      last_eval = eval->mean_return;
-      if (last_eval > counters.best_eval) {
-        counters.best_eval = last_eval;
-        const Status saved = SavePolicy(updater.online(), {updates, counters.env_steps, last_eval},
-                                        BestPolicyPath(checkpoint_dir));
-        if (!saved.ok()) core::Log("best policy not kept: %s", saved.message().c_str());
+      if (auto done =
+              evaluator->Start(updater.online(), updates, counters.env_steps, now - start)) {
+        FERRY_RETURN_IF_ERROR(record_eval(*done));
       }
-      metrics.Write(core::MetricsRecord()
-                        .Add("time", now - start)
-                        .Add("updates", static_cast<double>(updates))
-                        .Add("env_steps", static_cast<double>(counters.env_steps))
-                        .Add("eval_return", eval->mean_return)
-                        .Add("eval_return_std", eval->std_return)
-                        .Add("eval_episodes", eval->episodes));
-      core::Log(
-          "eval after %lld updates, %lld env steps: mean return %.1f +- %.1f over %d episodes",
-          static_cast<long long>(updates), static_cast<long long>(counters.env_steps),
-          eval->mean_return, eval->std_return, eval->episodes);
     }
+    if (auto done = evaluator->Poll()) FERRY_RETURN_IF_ERROR(record_eval(*done));
     if (now - last_checkpoint >= config.learner.checkpoint_period_seconds) {
       checkpoint("periodic");
       last_checkpoint = now;
@@ -367,6 +382,7 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
                         .Add("allreduce_s", wait_allreduce)
                         .Add("compute_s", compute)
                         .Add("rate_limited_s", rate_limited)
+                        .Add("eval_wait_s", evaluator->waited_seconds())
                         .Add("last_eval_return", last_eval));
       last_report = now;
       updates_at_report = updates;
@@ -378,6 +394,8 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
   }
 
   if (rank == 0) {
+    // The last periodic evaluation may still choose the best policy.
+    if (auto done = evaluator->Wait()) FERRY_RETURN_IF_ERROR(record_eval(*done));
     counters.elapsed_seconds = core::NowSeconds() - start;
     checkpoint(end == RunEnd::kStopped ? "stop" : "end");
     const char* reason = end == RunEnd::kTargetReached     ? "target_reached"

@@ -1,0 +1,54 @@
+#include "learner/background_evaluator.h"
+
+#include <chrono>
+#include <utility>
+
+#include "core/log.h"
+
+namespace ferry::learner {
+
+BackgroundEvaluator::BackgroundEvaluator(const UpdaterOptions& options, std::string env_id,
+                                         int episodes, uint64_t seed)
+    : env_id_(std::move(env_id)),
+      episodes_(episodes),
+      seed_(seed),
+      copy_(options.obs_dim, options.num_actions, options.hidden) {
+  copy_->eval();
+}
+
+BackgroundEvaluator::~BackgroundEvaluator() {
+  if (future_.valid()) future_.wait();
+}
+
+std::optional<FinishedEval> BackgroundEvaluator::Start(models::QNetwork& online, int64_t updates,
+                                                       int64_t env_steps, double time) {
+  std::optional<FinishedEval> previous = Wait();
+  models::CopyParameters(*online, *copy_);
+  running_ = FinishedEval{updates, env_steps, time, EvalResult{}, &copy_};
+  future_ = std::async(std::launch::async,
+                       [this] { return EvaluateGreedy(copy_, env_id_, episodes_, seed_); });
+  return previous;
+}
+
+std::optional<FinishedEval> BackgroundEvaluator::Poll() {
+  if (!future_.valid() || future_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+    return std::nullopt;
+  }
+  return Collect();
+}
+
+std::optional<FinishedEval> BackgroundEvaluator::Wait() {
+  if (!future_.valid()) return std::nullopt;
+  const double t = core::NowSeconds();
+  future_.wait();
+  waited_seconds_ += core::NowSeconds() - t;
+  return Collect();
+}
+
+FinishedEval BackgroundEvaluator::Collect() {
+  FinishedEval done = running_;
+  done.result = future_.get();
+  return done;
+}
+
+}  // namespace ferry::learner

@@ -1,0 +1,73 @@
+// The learner's periodic greedy evaluations on a thread of their own, so that
+// updates go on while the episodes play out. Each evaluation runs on a copy of
+// the online network taken when it was due (Start), and hands that copy back
+// with its result, for the learner to keep as its best policy.
+//
+//   learner thread:  Start(copy at update U) ... Poll() -> nothing ... Poll() -> U's result
+//   evaluator:                 [ EvaluateGreedy(copy) ...................... ]
+//
+// One evaluation runs at a time: Start waits for the one before to finish and
+// returns its result, so none is dropped and results come back in order.
+#ifndef FERRY_LEARNER_BACKGROUND_EVALUATOR_H_
+#define FERRY_LEARNER_BACKGROUND_EVALUATOR_H_
+
+#include <cstdint>
+#include <future>
+#include <optional>
+#include <string>
+
+#include "core/status.h"
+#include "learner/dqn_updater.h"
+#include "learner/evaluation.h"
+#include "models/q_network.h"
+
+namespace ferry::learner {
+
+// A finished evaluation of the copy taken after `updates` updates.
+struct FinishedEval {
+  int64_t updates = 0;
+  int64_t env_steps = 0;  // The run's env steps when the copy was taken.
+  double time = 0;        // The learner's clock when the copy was taken.
+  Result<EvalResult> result = EvalResult{};
+  // The evaluated copy; unchanged until the next Start.
+  models::QNetwork* policy = nullptr;
+};
+
+class BackgroundEvaluator {
+ public:
+  // Evaluations of `episodes` episodes of `env_id` from env seed `seed` (the same start states
+  // every time), of networks shaped as `options` says.
+  BackgroundEvaluator(const UpdaterOptions& options, std::string env_id, int episodes,
+                      uint64_t seed);
+  // Waits for a running evaluation; its result is dropped.
+  ~BackgroundEvaluator();
+  BackgroundEvaluator(const BackgroundEvaluator&) = delete;
+  BackgroundEvaluator& operator=(const BackgroundEvaluator&) = delete;
+
+  // Copies `online` (on any device) and starts evaluating the copy. If the previous evaluation
+  // is still running, waits for it first and returns it (nothing when Poll already has).
+  std::optional<FinishedEval> Start(models::QNetwork& online, int64_t updates, int64_t env_steps,
+                                    double time);
+  // The running evaluation's result once it has finished, without waiting; nothing while it
+  // runs or when none was started since the last result.
+  std::optional<FinishedEval> Poll();
+  // Waits for the running evaluation, if any, and returns it.
+  std::optional<FinishedEval> Wait();
+  // Seconds Start and Wait spent waiting for an evaluation, in all.
+  double waited_seconds() const { return waited_seconds_; }
+
+ private:
+  FinishedEval Collect();
+
+  const std::string env_id_;
+  const int episodes_;
+  const uint64_t seed_;
+  models::QNetwork copy_;
+  FinishedEval running_;  // The running evaluation's copy data; its result comes from future_.
+  std::future<Result<EvalResult>> future_;
+  double waited_seconds_ = 0;
+};
+
+}  // namespace ferry::learner
+
+#endif  // FERRY_LEARNER_BACKGROUND_EVALUATOR_H_

@@ -1,0 +1,111 @@
+// The learner's periodic evaluations run on a thread of their own: each plays the
+// copy of the network taken when it was due, and every result comes back once, in order.
+#include <torch/torch.h>
+// After LibTorch: the glog it includes defines CHECK too, and doctest's must win.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "learner/background_evaluator.h"
+
+namespace ferry::learner {
+namespace {
+
+UpdaterOptions SmallOptions() {
+  UpdaterOptions o;
+  o.obs_dim = 4;
+  o.num_actions = 2;
+  o.hidden = {16};
+  return o;
+}
+
+models::QNetwork SeededNet(uint64_t seed) {
+  torch::manual_seed(seed);
+  return models::QNetwork(4, 2, std::vector<int>{16});
+}
+
+std::vector<torch::Tensor> Parameters(models::QNetwork& net) {
+  std::vector<torch::Tensor> copies;
+  for (const auto& p : net->parameters()) copies.push_back(p.detach().clone());
+  return copies;
+}
+
+bool SameParameters(models::QNetwork& net, const std::vector<torch::Tensor>& expected) {
+  const auto params = net->parameters();
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!torch::equal(params[i], expected[i])) return false;
+  }
+  return true;
+}
+
+TEST_CASE("a background evaluation plays the copy taken when it was due") {
+  models::QNetwork online = SeededNet(3);
+  const std::vector<torch::Tensor> at_start = Parameters(online);
+  const auto expected = EvaluateGreedy(online, "CartPole-v1", 5, 11);
+  REQUIRE(expected.ok());
+
+  BackgroundEvaluator evaluator(SmallOptions(), "CartPole-v1", 5, 11);
+  CHECK_FALSE(evaluator.Start(online, /*updates=*/7, /*env_steps=*/700, /*time=*/1.5));
+  {
+    // The learner goes on updating while the episodes play.
+    torch::NoGradGuard no_grad;
+    for (auto& p : online->parameters()) p.add_(1.0);
+  }
+  const auto done = evaluator.Wait();
+  REQUIRE(done);
+  REQUIRE(done->result.ok());
+  CHECK(done->updates == 7);
+  CHECK(done->env_steps == 700);
+  CHECK(done->time == 1.5);
+  CHECK(done->result->mean_return == expected->mean_return);
+  CHECK(done->result->episodes == 5);
+  REQUIRE(done->policy != nullptr);
+  CHECK(SameParameters(*done->policy, at_start));
+  CHECK_FALSE(SameParameters(online, at_start));
+}
+
+TEST_CASE("every background evaluation comes back once, in the order they were started") {
+  models::QNetwork first = SeededNet(1);
+  models::QNetwork second = SeededNet(2);
+  const std::vector<torch::Tensor> second_params = Parameters(second);
+  BackgroundEvaluator evaluator(SmallOptions(), "CartPole-v1", 3, 5);
+  CHECK_FALSE(evaluator.Wait());
+  CHECK_FALSE(evaluator.Poll());
+
+  CHECK_FALSE(evaluator.Start(first, 1, 10, 0.1));
+  // Starting the next one hands back the one before, finished.
+  const auto one = evaluator.Start(second, 2, 20, 0.2);
+  REQUIRE(one);
+  CHECK(one->updates == 1);
+  CHECK(one->result.ok());
+
+  // Poll never waits: bounded here by a deadline while the evaluation finishes.
+  std::optional<FinishedEval> two;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!two && std::chrono::steady_clock::now() < deadline) {
+    two = evaluator.Poll();
+    if (!two) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  REQUIRE(two);
+  CHECK(two->updates == 2);
+  CHECK(two->env_steps == 20);
+  CHECK(SameParameters(*two->policy, second_params));
+  CHECK_FALSE(evaluator.Poll());
+  CHECK_FALSE(evaluator.Wait());
+  CHECK(evaluator.waited_seconds() >= 0.0);
+}
+
+TEST_CASE("a background evaluation that cannot run returns its error") {
+  models::QNetwork online = SeededNet(4);
+  BackgroundEvaluator evaluator(SmallOptions(), "NoSuchEnv-v0", 3, 5);
+  evaluator.Start(online, 1, 10, 0.1);
+  const auto done = evaluator.Wait();
+  REQUIRE(done);
+  CHECK_FALSE(done->result.ok());
+  CHECK(done->result.status().message().find("NoSuchEnv-v0") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace ferry::learner
