@@ -351,7 +351,7 @@ scaling_plot() {
 if [[ -s "$runs/scaling.dat" ]]; then
   scaling_plot scaling.png "seconds to threshold" "time to the return threshold (1 learner rank)" 3 | gnuplot
   scaling_plot scaling_throughput.png "env steps per second" \
-    "env steps/s at samples_per_insert 64 (1 learner rank)" 4 | gnuplot
+    "env steps/s at each config's samples_per_insert (1 learner rank)" 4 | gnuplot
 fi
 [[ -f docs/results/discussion.md ]] && { echo; cat docs/results/discussion.md; } >>docs/RESULTS.md
 echo "learning.sh: wrote docs/RESULTS.md and $results/" >&2
