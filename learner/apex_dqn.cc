@@ -199,27 +199,9 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
                                               config.seed * 1000003ull + 999983ull);
   }
   double last_eval = NAN;
-  auto record_eval = [&](const FinishedEval& done) -> Status {
-    if (!done.result.ok()) return done.result.status();
-    const EvalResult& eval = *done.result;
-    last_eval = eval.mean_return;
-    if (last_eval > counters.best_eval) {
-      counters.best_eval = last_eval;
-      const Status saved = SavePolicy(*done.policy, {done.updates, done.env_steps, last_eval},
-                                      BestPolicyPath(checkpoint_dir));
-      if (!saved.ok()) core::Log("best policy not kept: %s", saved.message().c_str());
-    }
-    metrics.Write(core::MetricsRecord()
-                      .Add("time", done.time)
-                      .Add("updates", static_cast<double>(done.updates))
-                      .Add("env_steps", static_cast<double>(done.env_steps))
-                      .Add("eval_return", eval.mean_return)
-                      .Add("eval_return_std", eval.std_return)
-                      .Add("eval_episodes", eval.episodes));
-    core::Log("eval after %lld updates, %lld env steps: mean return %.1f +- %.1f over %d episodes",
-              static_cast<long long>(done.updates), static_cast<long long>(done.env_steps),
-              eval.mean_return, eval.std_return, eval.episodes);
-    return Status::Ok();
+  auto record_eval = [&](const FinishedEval& done) {
+    if (done.result.ok()) last_eval = done.result->mean_return;
+    return RecordEvaluation(done, checkpoint_dir, &counters.best_eval, metrics);
   };
 
   const int global_batch = config.learner.batch_size;
@@ -407,33 +389,8 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
         .Add("env_steps", static_cast<double>(counters.env_steps))
         .Add("best_eval_return", counters.best_eval);
     if (end != RunEnd::kStopped) {
-      // The policy the run ends with, on episodes no periodic evaluation has seen: the best
-      // periodic figure is a maximum over many evaluations of the same episodes, so it flatters.
-      auto final_eval = EvaluateGreedy(updater.online(), config.env.id,
-                                       config.learner.final_eval_episodes, FinalEvalSeed(config));
-      if (!final_eval.ok()) return final_eval.status();
-      record.Add("final_eval_return", final_eval->mean_return)
-          .Add("final_eval_std", final_eval->std_return)
-          .Add("final_eval_episodes", final_eval->episodes);
-      core::Log("final greedy evaluation on fresh episodes: mean return %.1f +- %.1f over %d",
-                final_eval->mean_return, final_eval->std_return, final_eval->episodes);
-      // The policy the periodic evaluations selected, on the same fresh episodes.
-      models::QNetwork best_net(options->obs_dim, options->num_actions, options->hidden);
-      PolicyInfo best;
-      if (LoadPolicy(BestPolicyPath(checkpoint_dir), best_net, &best).ok()) {
-        auto best_eval = EvaluateGreedy(best_net, config.env.id, config.learner.final_eval_episodes,
-                                        FinalEvalSeed(config));
-        if (!best_eval.ok()) return best_eval.status();
-        record.Add("selected_eval_return", best_eval->mean_return)
-            .Add("selected_eval_std", best_eval->std_return)
-            .Add("selected_updates", static_cast<double>(best.updates))
-            .Add("selected_env_steps", static_cast<double>(best.env_steps));
-        core::Log(
-            "the best periodic policy (update %lld, %lld env steps) on the same episodes: mean "
-            "return %.1f +- %.1f",
-            static_cast<long long>(best.updates), static_cast<long long>(best.env_steps),
-            best_eval->mean_return, best_eval->std_return);
-      }
+      FERRY_RETURN_IF_ERROR(
+          AddFinalEvaluations(config, *options, updater.online(), checkpoint_dir, &record));
     }
     metrics.Write(record.Add("end", reason));
     core::Log("learner ended (%s) after %lld updates, %lld env steps, best eval return %.1f",

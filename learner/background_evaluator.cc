@@ -51,4 +51,27 @@ FinishedEval BackgroundEvaluator::Collect() {
   return done;
 }
 
+Status RecordEvaluation(const FinishedEval& done, const std::string& checkpoint_dir,
+                        double* best_eval, core::MetricsWriter& metrics) {
+  if (!done.result.ok()) return done.result.status();
+  const EvalResult& eval = *done.result;
+  if (eval.mean_return > *best_eval) {
+    *best_eval = eval.mean_return;
+    const Status saved = SavePolicy(*done.policy, {done.updates, done.env_steps, eval.mean_return},
+                                    BestPolicyPath(checkpoint_dir));
+    if (!saved.ok()) core::Log("best policy not kept: %s", saved.message().c_str());
+  }
+  metrics.Write(core::MetricsRecord()
+                    .Add("time", done.time)
+                    .Add("updates", static_cast<double>(done.updates))
+                    .Add("env_steps", static_cast<double>(done.env_steps))
+                    .Add("eval_return", eval.mean_return)
+                    .Add("eval_return_std", eval.std_return)
+                    .Add("eval_episodes", eval.episodes));
+  core::Log("eval after %lld updates, %lld env steps: mean return %.1f +- %.1f over %d episodes",
+            static_cast<long long>(done.updates), static_cast<long long>(done.env_steps),
+            eval.mean_return, eval.std_return, eval.episodes);
+  return Status::Ok();
+}
+
 }  // namespace ferry::learner

@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 
+#include "core/metrics.h"
 #include "core/status.h"
 #include "learner/dqn_updater.h"
 #include "learner/evaluation.h"
@@ -67,6 +68,13 @@ class BackgroundEvaluator {
   std::future<Result<EvalResult>> future_;
   double waited_seconds_ = 0;
 };
+
+// What a run does with a finished periodic evaluation: writes its metrics record and log line,
+// and keeps the evaluated copy as the run's best policy (BestPolicyPath(checkpoint_dir)) when
+// its return beats *best_eval, which then becomes that return. Returns the evaluation's own
+// error when it failed.
+Status RecordEvaluation(const FinishedEval& done, const std::string& checkpoint_dir,
+                        double* best_eval, core::MetricsWriter& metrics);
 
 }  // namespace ferry::learner
 

@@ -6,9 +6,11 @@ namespace {
 DqnLoss TdLoss(models::QNetwork& online, const DqnBatch& batch, const torch::Tensor& q_next,
                double huber_delta, double normaliser) {
   const torch::Tensor y = batch.reward + batch.discount * q_next;
-  const torch::Tensor q = online->forward(batch.obs).gather(1, batch.action.unsqueeze(1)).squeeze(1);
+  const torch::Tensor q =
+      online->forward(batch.obs).gather(1, batch.action.unsqueeze(1)).squeeze(1);
   const torch::Tensor huber = torch::nn::functional::huber_loss(
-      q, y, torch::nn::functional::HuberLossFuncOptions().reduction(torch::kNone).delta(huber_delta));
+      q, y,
+      torch::nn::functional::HuberLossFuncOptions().reduction(torch::kNone).delta(huber_delta));
   return {(batch.weights * huber).sum() / normaliser, (y - q).detach()};
 }
 
@@ -31,8 +33,8 @@ DqnLoss DoubleDqnLoss(models::QNetwork& online, models::QNetwork& target, const 
 
 DqnLoss DqnMaxLoss(models::QNetwork& online, models::QNetwork& target, const DqnBatch& batch,
                    double huber_delta, double normaliser) {
-  return TdLoss(online, batch, BootstrapValues(online, target, batch.next_obs, false),
-                huber_delta, normaliser);
+  return TdLoss(online, batch, BootstrapValues(online, target, batch.next_obs, false), huber_delta,
+                normaliser);
 }
 
 }  // namespace ferry::learner

@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/log.h"
 #include "envs/env.h"
 #include "learner/dqn_updater.h"
 
@@ -64,6 +65,34 @@ Result<EvalResult> EvaluateGreedy(models::QNetwork& net, const std::string& env_
 }
 
 uint64_t FinalEvalSeed(const core::Config& config) { return config.seed * 1000003ull + 7777777ull; }
+
+Status AddFinalEvaluations(const core::Config& config, const UpdaterOptions& options,
+                           models::QNetwork& online, const std::string& checkpoint_dir,
+                           core::MetricsRecord* record) {
+  const int episodes = config.learner.final_eval_episodes;
+  auto final_eval = EvaluateGreedy(online, config.env.id, episodes, FinalEvalSeed(config));
+  if (!final_eval.ok()) return final_eval.status();
+  record->Add("final_eval_return", final_eval->mean_return)
+      .Add("final_eval_std", final_eval->std_return)
+      .Add("final_eval_episodes", final_eval->episodes);
+  core::Log("final greedy evaluation on fresh episodes: mean return %.1f +- %.1f over %d",
+            final_eval->mean_return, final_eval->std_return, final_eval->episodes);
+  models::QNetwork selected(options.obs_dim, options.num_actions, options.hidden);
+  PolicyInfo info;
+  if (!LoadPolicy(BestPolicyPath(checkpoint_dir), selected, &info).ok()) return Status::Ok();
+  auto selected_eval = EvaluateGreedy(selected, config.env.id, episodes, FinalEvalSeed(config));
+  if (!selected_eval.ok()) return selected_eval.status();
+  record->Add("selected_eval_return", selected_eval->mean_return)
+      .Add("selected_eval_std", selected_eval->std_return)
+      .Add("selected_updates", static_cast<double>(info.updates))
+      .Add("selected_env_steps", static_cast<double>(info.env_steps));
+  core::Log(
+      "the best periodic policy (update %lld, %lld env steps) on the same episodes: mean "
+      "return %.1f +- %.1f",
+      static_cast<long long>(info.updates), static_cast<long long>(info.env_steps),
+      selected_eval->mean_return, selected_eval->std_return);
+  return Status::Ok();
+}
 
 Result<EvalResult> EvaluateCheckpoint(const core::Config& config, int episodes, uint64_t seed,
                                       std::string* checkpoint, int64_t* updates) {

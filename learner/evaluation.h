@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/config.h"
+#include "core/metrics.h"
 #include "core/status.h"
 #include "models/q_network.h"
 
@@ -24,6 +25,17 @@ Result<EvalResult> EvaluateGreedy(models::QNetwork& net, const std::string& env_
 
 // The first env seed of a run's final evaluation: episodes no periodic evaluation plays.
 uint64_t FinalEvalSeed(const core::Config& config);
+
+struct UpdaterOptions;
+
+// The records a finished run ends with: its final policy `online` and the policy its periodic
+// evaluations selected (BestPolicyPath(checkpoint_dir), when there is one), each evaluated on
+// config's learner.final_eval_episodes episodes from FinalEvalSeed, which no periodic
+// evaluation plays: the best periodic figure is a maximum over many evaluations of the same
+// episodes, so it flatters. Adds final_eval_* and selected_* to `record` and logs both.
+Status AddFinalEvaluations(const core::Config& config, const UpdaterOptions& options,
+                           models::QNetwork& online, const std::string& checkpoint_dir,
+                           core::MetricsRecord* record);
 
 // `ferry eval`: the greedy policy of the newest loadable checkpoint in
 // <config.run.dir>/checkpoints, evaluated as EvaluateGreedy does; `checkpoint`

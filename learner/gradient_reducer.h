@@ -73,11 +73,11 @@ class GradientReducer {
   std::vector<torch::Tensor> parameters_;
   bool overlap_;
   size_t control_floats_;
-  std::vector<size_t> offsets_;        // Each parameter's first float in the buffer.
-  std::vector<size_t> bucket_of_;      // Each parameter's bucket.
-  std::vector<Bucket> buckets_;        // Back to front: buckets_[0] ends at the buffer's end.
-  std::vector<char> filled_;           // Per parameter, this step.
-  size_t next_bucket_ = 0;             // The next bucket to start.
+  std::vector<size_t> offsets_;    // Each parameter's first float in the buffer.
+  std::vector<size_t> bucket_of_;  // Each parameter's bucket.
+  std::vector<Bucket> buckets_;    // Back to front: buckets_[0] ends at the buffer's end.
+  std::vector<char> filled_;       // Per parameter, this step.
+  size_t next_bucket_ = 0;         // The next bucket to start.
   bool armed_ = false;
   std::vector<unsigned> hooks_;
   linalg::Allreducer allreducer_;

@@ -21,8 +21,8 @@ Prefetcher::~Prefetcher() {
 
 Result<replay::SampledBatch> Prefetcher::Next(double timeout_seconds) {
   auto batch = ready_.Pop(milliseconds(static_cast<int64_t>(timeout_seconds * 1000)));
-  if (!batch) return DeadlineExceeded("no replay batch within " + std::to_string(timeout_seconds) +
-                                      " s");
+  if (!batch)
+    return DeadlineExceeded("no replay batch within " + std::to_string(timeout_seconds) + " s");
   return std::move(*batch);
 }
 
