@@ -4,9 +4,9 @@
 #   table     each tuned config (configs/<env>.yaml; CartPole: configs/cartpole_zoo.yaml) for
 #             every seed at the Zoo's env-step budget; the run's final policy and the one its
 #             best periodic evaluation kept are evaluated greedily on 100 fresh episodes
-#   baseline  per env and seed, the config as it is ("paired") and then as one actor with
-#             one env, one shard and one learner rank: the single-process DQN that ferry's
-#             wall-clock time is compared with, back to back so both see the same machine
+#   baseline  per env and seed, the config as it is ("paired"), then as one actor with one
+#             env, one shard and one learner rank ("baseline"), then bench/serial_dqn on it
+#             ("serial", a single-process DQN): back to back, so all see the same machine
 #   scaling   time until the periodic greedy evaluation reaches the env's threshold, with
 #             1, 2, 4, 8 actors (one learner rank) and with 2 learner ranks (2 actors)
 #   report    docs/RESULTS.md, docs/results/*.jsonl and PNG curves (ferry plot, gnuplot)
@@ -68,7 +68,9 @@ run() {
   local start end code
   start=$(date +%s.%N)
   set +e
-  "$build/ferry" run "${config[$env]}" --set seed="$seed" --set run.dir="$dir" \
+  local launcher=("$build/ferry" run)
+  [[ $kind == serial ]] && launcher=("$build/bench/serial_dqn")
+  "${launcher[@]}" "${config[$env]}" --set seed="$seed" --set run.dir="$dir" \
     --set stop.max_seconds=3600 "$@" >"$runs/$name.log" 2>&1
   code=$?
   set -e
@@ -140,6 +142,9 @@ for part in $parts; do
           # shellcheck disable=SC2046
           run baseline "$env" "$seed" "$env-baseline-s$seed" $(budget_sets "$env") \
             --set actors.count=1 --set actors.envs_per_actor=1 --set learner.ranks=1 \
+            --set replay.shards=1 --set replay.capacity="$capacity" >>"$results/runs.jsonl"
+          # shellcheck disable=SC2046
+          run serial "$env" "$seed" "$env-serial-s$seed" $(budget_sets "$env") \
             --set replay.shards=1 --set replay.capacity="$capacity" >>"$results/runs.jsonl"
         done
       done ;;
@@ -225,6 +230,11 @@ BEGIN {
     bsel[e] += r["selected_eval_return"]
     bupd[e] = bupd[e] " " r["updates"] / r["learner_s"]
   }
+  if (r["kind"] == "serial" && r["final_eval_return"] != "null") {
+    qn[e]++; qsum[e] += r["final_eval_return"]; qwall[e] = qwall[e] " " r["wall_s"]
+    qsel[e] += r["selected_eval_return"]
+    qupd[e] = qupd[e] " " r["updates"] / r["learner_s"]
+  }
   if (r["kind"] == "paired" && r["final_eval_return"] != "null") {
     pn[e]++; psum[e] += r["final_eval_return"]; pwall[e] = pwall[e] " " r["wall_s"]
     psel[e] += r["selected_eval_return"]
@@ -288,22 +298,28 @@ END {
     if (n[e]) printf "- %s: final %s; selected %s\n", id[e], per_seed[e], (sel_n[e] ? sel_seed[e] : "-")
   }
   print ""
-  print "## Against a single-process DQN: one actor, one env, one shard, one learner rank"
+  print "## Against a single-process DQN"
   print ""
-  print "Per env and seed, the config as it is and then the same config as `actors.count=1"
-  print "actors.envs_per_actor=1 learner.ranks=1 replay.shards=1` (the shard holding the whole buffer),"
-  print "back to back, at the same budget. Wall-clock is from `ferry run` start to exit, including"
-  print "start-up and the final evaluation; speed-up is baseline time / ferry time (above 1: ferry faster),"
-  print "of the medians over seeds. Returns are means over seeds, final / selected policy."
+  print "Per env and seed, three runs back to back at the same budget: the config as it is (*ferry*);"
+  print "the same config as `actors.count=1 actors.envs_per_actor=1 learner.ranks=1 replay.shards=1`"
+  print "(the shard holding the whole buffer; *1 actor*), still four processes side by side; and"
+  print "`bench/serial_dqn` on that config (*serial*): the same algorithm, replay ratio and evaluations"
+  print "done in turn on one thread, as a single-process DQN (Stable-Baselines3'"'"'s) runs. Wall-clock is"
+  print "from start to exit, including start-up and the final evaluations; a speed-up is the other'"'"'s"
+  print "median time / ferry'"'"'s (above 1: ferry faster). Returns are means over seeds, final / selected."
   print ""
-  print "| env | seeds | ferry return | baseline return | ferry wall-clock | baseline wall-clock | ferry updates/s | baseline updates/s | speed-up |"
-  print "|---|---|---|---|---|---|---|---|---|"
+  print "| env | seeds | ferry return | 1-actor return | serial return | ferry wall-clock | 1-actor wall-clock | serial wall-clock | updates/s ferry / 1-actor / serial | speed-up vs 1 actor | speed-up vs serial |"
+  print "|---|---|---|---|---|---|---|---|---|---|---|"
   for (i = 1; i <= n_refs; i++) {
     e = order[i]
     if (!bn[e] || !pn[e]) continue
-    printf "| %s | %d | %.1f / %.1f | %.1f / %.1f | %.0f s | %.0f s | %.0f | %.0f | %.2fx |\n", id[e], bn[e],
-           psum[e] / pn[e], psel[e] / pn[e], bsum[e] / bn[e], bsel[e] / bn[e], median(pwall[e]),
-           median(bwall[e]), median(pupd[e]), median(bupd[e]), median(bwall[e]) / median(pwall[e])
+    printf "| %s | %d | %.1f / %.1f | %.1f / %.1f | %s | %.0f s | %.0f s | %s | %.0f / %.0f / %s | %.2fx | %s |\n", id[e], bn[e],
+           psum[e] / pn[e], psel[e] / pn[e], bsum[e] / bn[e], bsel[e] / bn[e],
+           (qn[e] ? sprintf("%.1f / %.1f", qsum[e] / qn[e], qsel[e] / qn[e]) : "-"), median(pwall[e]),
+           median(bwall[e]), (qn[e] ? sprintf("%.0f s", median(qwall[e])) : "-"), median(pupd[e]),
+           median(bupd[e]), (qn[e] ? sprintf("%.0f", median(qupd[e])) : "-"),
+           median(bwall[e]) / median(pwall[e]),
+           (qn[e] ? sprintf("%.2fx", median(qwall[e]) / median(pwall[e])) : "-")
   }
   print ""
   print "## Scaling: time to the threshold with more actors and learner ranks"
