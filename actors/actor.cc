@@ -112,7 +112,10 @@ Status RunActor(const core::Config& config, int actor_id, const std::atomic<bool
       steps_at_report = actor.steps();
     }
   }
-  const Status flushed = writer.Flush(/*timeout_seconds=*/2.0);
+  // A shard acks within milliseconds, except an insert its rate limiter holds back, which at the
+  // end of a run (no learner sampling any more) it never admits: waiting longer only delays
+  // the shards' final snapshots.
+  const Status flushed = writer.Flush(/*timeout_seconds=*/0.5);
   core::Log(
       "actor %d: stopped after %lld steps, %lld transitions acked, %s, %lld steps not sent (in "
       "n-step windows or awaiting bootstrap values), policy v%lld%s",

@@ -289,11 +289,15 @@ void StopGroup(std::vector<Child>& children, Pick pick) {
 
 // The learner stops first, while the shards still serve it, so it can finish
 // its step and write its final checkpoint; then the actors; then the shards
-// (which write their final snapshots) and the paramserver.
-void StopAll(std::vector<Child>& children) {
-  StopGroup(children, [](const Child& c) { return c.is_learner; });
+// (which write their final snapshots) and the paramserver. A learner that has
+// written its end record has finished all of that: the others stop while its
+// mpirun winds down (about 2 s after a rank's nonzero exit, here budget's 2).
+void StopAll(std::vector<Child>& children, bool learner_finished) {
+  auto is_learner = [](const Child& c) { return c.is_learner; };
+  if (!learner_finished) StopGroup(children, is_learner);
   StopGroup(children, [](const Child& c) { return c.name.rfind("actor-", 0) == 0; });
-  StopGroup(children, [](const Child&) { return true; });
+  StopGroup(children, [&](const Child& c) { return !c.is_learner; });
+  StopGroup(children, is_learner);
 }
 
 }  // namespace
@@ -413,6 +417,7 @@ int RunTopology(const RunRequest& request) {
       }
     }
     tail.Poll(&progress);
+    if (!progress.end.empty()) break;  // The learner's last record: the run is over.
     if (tty) {
       std::printf("\r%s", progress.Line(now - start).c_str());
       std::fflush(stdout);
@@ -426,7 +431,7 @@ int RunTopology(const RunRequest& request) {
       break;
     }
   }
-  StopAll(children);
+  StopAll(children, /*learner_finished=*/!progress.end.empty());
   tail.Poll(&progress);
   if (tty) std::printf("\n");
 
