@@ -97,6 +97,10 @@ struct LearnerOptions {
   std::string device = "cpu";     // cpu | cuda.
   double checkpoint_period_seconds = 60;  // Also on SIGTERM; into <run.dir>/checkpoints.
   int checksum_period = 1000;             // Updates between cross-rank parameter checks.
+  // With `ferry run` on one machine: rank r's update thread runs on CPU update_cpu + r (mod the
+  // CPUs online) alone, the rest of the run on the other CPUs (core/cpu_affinity.h); -1: the
+  // kernel places every thread.
+  int update_cpu = -1;
   // Gradient allreduce (learner/gradient_reducer.h): auto | mpi | shared_memory; with
   // overlap_allreduce, buckets of bucket_bytes are reduced while backward runs.
   std::string allreduce = "auto";

@@ -21,6 +21,7 @@
 #include <string_view>
 #include <thread>
 
+#include "core/cpu_affinity.h"
 #include "core/log.h"
 #include "core/status.h"
 #include "core/topology.h"
@@ -351,6 +352,20 @@ int RunTopology(const RunRequest& request) {
   setenv("OPENBLAS_NUM_THREADS", "1", 1);
   signal(SIGINT, OnSignal);
   signal(SIGTERM, OnSignal);
+  if (config.learner.update_cpu >= 0) {
+    // Every role starts on the CPUs the learner's update threads leave; each update thread then
+    // moves to its own (core/cpu_affinity.h).
+    const std::vector<int> left = core::CpusLeft(config.learner.update_cpu, config.learner.ranks);
+    const Status placed = core::RunOn(left);
+    if (!placed.ok()) {
+      std::fprintf(stderr, "ferry run: learner.update_cpu: %s\n", placed.message().c_str());
+      return 1;
+    }
+    std::string cpus;
+    for (int cpu : left) cpus += (cpus.empty() ? "" : ",") + std::to_string(cpu);
+    std::printf("ferry run: learner update thread of rank 0 on CPU %d, the rest of the run on %s\n",
+                core::UpdateCpu(config.learner.update_cpu, 0), cpus.c_str());
+  }
 
   const double start = core::NowSeconds();
   const std::string logs = config.run.dir + "/logs/";

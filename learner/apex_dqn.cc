@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <random>
 
+#include "core/cpu_affinity.h"
 #include "core/experience.h"
 #include "core/log.h"
 #include "core/metrics.h"
@@ -223,6 +224,12 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
               reducer.num_buckets());
   }
 
+  if (config.learner.update_cpu >= 0) {
+    // Last, after every helper thread has started where this thread could run.
+    const int cpu = core::UpdateCpu(config.learner.update_cpu, rank);
+    FERRY_RETURN_IF_ERROR(core::RunOn({cpu}));
+    core::Log("update thread on CPU %d", cpu);
+  }
   const double start = core::NowSeconds() - counters.elapsed_seconds;
   double wait_replay = 0, wait_allreduce = 0, compute = 0, rate_limited = 0;
   double last_report = core::NowSeconds();

@@ -1,6 +1,5 @@
 #include "learner/background_evaluator.h"
 
-#include <chrono>
 #include <utility>
 
 #include "core/log.h"
@@ -12,42 +11,70 @@ BackgroundEvaluator::BackgroundEvaluator(const UpdaterOptions& options, std::str
     : env_id_(std::move(env_id)),
       episodes_(episodes),
       seed_(seed),
-      copy_(options.obs_dim, options.num_actions, options.hidden) {
+      copy_(options.obs_dim, options.num_actions, options.hidden),
+      worker_([this] { Work(); }) {
   copy_->eval();
 }
 
 BackgroundEvaluator::~BackgroundEvaluator() {
-  if (future_.valid()) future_.wait();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    quit_ = true;
+  }
+  cv_.notify_all();
+  worker_.join();
+}
+
+void BackgroundEvaluator::Work() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    cv_.wait(lock, [this] { return quit_ || (started_ && !done_); });
+    // A started evaluation runs even when quit_ is set: the destructor waits for it.
+    if (!started_ || done_) return;
+    lock.unlock();
+    Result<EvalResult> result = EvaluateGreedy(copy_, env_id_, episodes_, seed_);
+    lock.lock();
+    result_ = std::move(result);
+    done_ = true;
+    cv_.notify_all();
+  }
 }
 
 std::optional<FinishedEval> BackgroundEvaluator::Start(models::QNetwork& online, int64_t updates,
                                                        int64_t env_steps, double time) {
   std::optional<FinishedEval> previous = Wait();
   models::CopyParameters(*online, *copy_);
-  running_ = FinishedEval{updates, env_steps, time, EvalResult{}, &copy_};
-  future_ = std::async(std::launch::async,
-                       [this] { return EvaluateGreedy(copy_, env_id_, episodes_, seed_); });
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    running_ = FinishedEval{updates, env_steps, time, EvalResult{}, &copy_};
+    started_ = true;
+    done_ = false;
+  }
+  cv_.notify_all();
   return previous;
 }
 
 std::optional<FinishedEval> BackgroundEvaluator::Poll() {
-  if (!future_.valid() || future_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
-    return std::nullopt;
-  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!started_ || !done_) return std::nullopt;
   return Collect();
 }
 
 std::optional<FinishedEval> BackgroundEvaluator::Wait() {
-  if (!future_.valid()) return std::nullopt;
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!started_) return std::nullopt;
   const double t = core::NowSeconds();
-  future_.wait();
+  cv_.wait(lock, [this] { return done_; });
   waited_seconds_ += core::NowSeconds() - t;
   return Collect();
 }
 
 FinishedEval BackgroundEvaluator::Collect() {
   FinishedEval done = running_;
-  done.result = future_.get();
+  done.result = std::move(result_);
+  result_ = EvalResult{};
+  started_ = false;
+  done_ = false;
   return done;
 }
 

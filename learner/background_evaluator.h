@@ -7,14 +7,19 @@
 //   evaluator:                 [ EvaluateGreedy(copy) ...................... ]
 //
 // One evaluation runs at a time: Start waits for the one before to finish and
-// returns its result, so none is dropped and results come back in order.
+// returns its result, so none is dropped and results come back in order. The
+// evaluator's thread is started by its constructor and runs on the CPUs the
+// constructing thread had then (core/cpu_affinity.h: the learner constructs it
+// before its update thread takes a CPU of its own).
 #ifndef FERRY_LEARNER_BACKGROUND_EVALUATOR_H_
 #define FERRY_LEARNER_BACKGROUND_EVALUATOR_H_
 
+#include <condition_variable>
 #include <cstdint>
-#include <future>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "core/metrics.h"
 #include "core/status.h"
@@ -40,7 +45,7 @@ class BackgroundEvaluator {
   // every time), of networks shaped as `options` says.
   BackgroundEvaluator(const UpdaterOptions& options, std::string env_id, int episodes,
                       uint64_t seed);
-  // Waits for a running evaluation; its result is dropped.
+  // Waits for a running evaluation (its result is dropped) and stops the thread.
   ~BackgroundEvaluator();
   BackgroundEvaluator(const BackgroundEvaluator&) = delete;
   BackgroundEvaluator& operator=(const BackgroundEvaluator&) = delete;
@@ -58,15 +63,23 @@ class BackgroundEvaluator {
   double waited_seconds() const { return waited_seconds_; }
 
  private:
-  FinishedEval Collect();
+  void Work();
+  FinishedEval Collect();  // Requires done_; mu_ held.
 
   const std::string env_id_;
   const int episodes_;
   const uint64_t seed_;
   models::QNetwork copy_;
-  FinishedEval running_;  // The running evaluation's copy data; its result comes from future_.
-  std::future<Result<EvalResult>> future_;
+  FinishedEval running_;  // The running evaluation's copy data; its result comes in result_.
   double waited_seconds_ = 0;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool started_ = false;  // Started and not yet collected.
+  bool done_ = false;     // result_ holds the running evaluation's result.
+  bool quit_ = false;
+  Result<EvalResult> result_ = EvalResult{};
+  std::thread worker_;  // Last: starts once the members above exist.
 };
 
 // What a run does with a finished periodic evaluation: writes its metrics record and log line,

@@ -1,0 +1,38 @@
+// CPU affinity for runs on one machine. The learner's update thread is the busiest
+// thread of a run and sets its pace; with `learner.update_cpu` set it gets a CPU of
+// its own, and every other process and thread of the run (actors, shards, the
+// paramserver, the learner's sampling, network and evaluation threads) the CPUs
+// left. Without it the kernel moves the update thread between CPUs and shares them
+// with the rest: on 2 cores that cost CartPole's learner a fifth of its updates.
+//
+//   CPUs 0 .. n-1:  [update thread of rank 0 at update_cpu] [rank 1 at update_cpu + 1] ...
+//                   [everything else: the rest, or all n when the ranks take every CPU]
+#ifndef FERRY_CORE_CPU_AFFINITY_H_
+#define FERRY_CORE_CPU_AFFINITY_H_
+
+#include <vector>
+
+#include "core/status.h"
+
+namespace ferry::core {
+
+// CPUs this machine has online.
+int OnlineCpus();
+
+// The CPU of rank `rank`'s update thread when the update threads start at `first`:
+// (first + rank) mod OnlineCpus().
+int UpdateCpu(int first, int rank);
+
+// The CPUs left to the rest of a run whose `ranks` update threads start at `first`; every
+// online CPU when the update threads take them all.
+std::vector<int> CpusLeft(int first, int ranks);
+
+// Restricts the calling thread, and the threads and processes it starts from now on, to `cpus`.
+Status RunOn(const std::vector<int>& cpus);
+
+// The CPUs the calling thread may run on, ascending.
+std::vector<int> AllowedCpus();
+
+}  // namespace ferry::core
+
+#endif  // FERRY_CORE_CPU_AFFINITY_H_
