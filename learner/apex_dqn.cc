@@ -195,9 +195,8 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
   // Rank 0's periodic evaluations run beside its updates (learner/background_evaluator.h).
   std::unique_ptr<BackgroundEvaluator> evaluator;
   if (rank == 0) {
-    evaluator =
-        std::make_unique<BackgroundEvaluator>(*options, config.env.id, config.learner.eval_episodes,
-                                              config.seed * 1000003ull + 999983ull);
+    evaluator = std::make_unique<BackgroundEvaluator>(
+        *options, config.env.id, config.learner.eval_episodes, PeriodicEvalSeed(config));
   }
   double last_eval = NAN;
   auto record_eval = [&](const FinishedEval& done) {

@@ -64,6 +64,10 @@ Result<EvalResult> EvaluateGreedy(models::QNetwork& net, const std::string& env_
   return result;
 }
 
+uint64_t PeriodicEvalSeed(const core::Config& config) {
+  return config.seed * 1000003ull + 999983ull;
+}
+
 uint64_t FinalEvalSeed(const core::Config& config) { return config.seed * 1000003ull + 7777777ull; }
 
 Status AddFinalEvaluations(const core::Config& config, const UpdaterOptions& options,

@@ -23,6 +23,9 @@ struct EvalResult {
 Result<EvalResult> EvaluateGreedy(models::QNetwork& net, const std::string& env_id, int episodes,
                                   uint64_t seed);
 
+// The first env seed of every periodic evaluation of a run: the same start states each time.
+uint64_t PeriodicEvalSeed(const core::Config& config);
+
 // The first env seed of a run's final evaluation: episodes no periodic evaluation plays.
 uint64_t FinalEvalSeed(const core::Config& config);
 

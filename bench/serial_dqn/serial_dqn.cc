@@ -133,10 +133,10 @@ Result<learner::RunEnd> RunSerialDqn(const core::Config& config, const std::atom
       updater.ScheduleLearningRate(env_steps);
       updater.ApplyGradients();
       const torch::Tensor td = loss.td.contiguous();
+      const float* td_data = td.data_ptr<float>();
       std::vector<float> priorities(batch_size);
       for (int i = 0; i < batch_size; ++i) {
-        priorities[i] =
-            std::abs(td.data_ptr<float>()[i]) + static_cast<float>(config.replay.priority_epsilon);
+        priorities[i] = std::abs(td_data[i]) + static_cast<float>(config.replay.priority_epsilon);
       }
       table.UpdatePriorities(sampled.keys.data(), priorities.data(), batch_size);
       const int64_t updates = updater.updates();
@@ -148,7 +148,7 @@ Result<learner::RunEnd> RunSerialDqn(const core::Config& config, const std::atom
         done.time = core::NowSeconds() - start;
         done.result =
             learner::EvaluateGreedy(updater.online(), config.env.id, config.learner.eval_episodes,
-                                    config.seed * 1000003ull + 999983ull);
+                                    learner::PeriodicEvalSeed(config));
         done.policy = &updater.online();
         FERRY_RETURN_IF_ERROR(learner::RecordEvaluation(done, checkpoint_dir, &best_eval, metrics));
       }
