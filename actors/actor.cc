@@ -9,6 +9,7 @@
 
 #include "actors/vector_actor.h"
 #include "actors/weights_follower.h"
+#include "core/cpu_affinity.h"
 #include "core/experience.h"
 #include "core/log.h"
 #include "core/topology.h"
@@ -81,6 +82,7 @@ Status RunActor(const core::Config& config, int actor_id, const std::atomic<bool
             num_envs, config.env.id.c_str(), options.epsilon.front(), options.epsilon.back(),
             actor.fast_inference() ? "fast MLP (bit-exact with LibTorch)" : "LibTorch",
             config.replay.shards);
+  FERRY_RETURN_IF_ERROR(core::MoveToRunCpus());  // Started (core/cpu_affinity.h).
   double last_report = core::NowSeconds();
   int64_t steps_at_report = 0;
   while (!stop.load()) {

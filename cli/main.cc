@@ -5,7 +5,7 @@
 //   ferry paramserver --config CONFIG [--upstream F,B]   the parameter server (or a relay)
 //   ferry actor --config CONFIG --id I                   one actor process
 //   ferry run --resume RUN_DIR                           continue a stopped run
-//   ferry learner --config CONFIG [--resume]             one rank (under mpirun)
+//   ferry learner --config CONFIG [--resume] [--exit-zero]  one rank (under mpirun)
 //   ferry envs [--json]                                  registered environments
 //   ferry eval RUN_DIR [--best] [--episodes N] [--seed S] [--json]  a run's policy, greedy
 //   ferry inspect TARGET [--json] [--watch [S]] ...      a replay shard or snapshot file
@@ -21,9 +21,9 @@
 #include <cstring>
 #include <string>
 #include <vector>
-#include <zmq.hpp>
 
 #include "actors/actor.h"
+#include "cli/paramserver_role.h"
 #include "cli/replay_role.h"
 #include "core/config.h"
 #include "core/curve.h"
@@ -35,7 +35,6 @@
 #include "launch/supervisor.h"
 #include "learner/apex_dqn.h"
 #include "learner/evaluation.h"
-#include "paramserver/server.h"
 #include "replay/inspect.h"
 #include "replay/shard.h"
 
@@ -55,7 +54,9 @@ constexpr const char* kUsage =
     "                      serve the latest weights; with --upstream, relay those of the\n"
     "                      paramserver at FETCH,BROADCAST (e.g. tcp://h:5540,tcp://h:5541)\n"
     "  actor --config CONFIG --id I          run actor I\n"
-    "  learner --config CONFIG [--resume]    run one learner rank (start with mpirun)\n"
+    "  learner --config CONFIG [--resume] [--exit-zero]\n"
+    "                      run one learner rank (start with mpirun); --exit-zero: status 0\n"
+    "                      however the run ended (metrics.jsonl's end record says how)\n"
     "  envs [--json]                         list registered environments, their spaces and\n"
     "                                        time limits\n"
     "  inspect TARGET [--json] [--watch [S]] [--count N] [--top K] [--sample N] [--timeout S]\n"
@@ -90,6 +91,7 @@ struct Args {
   std::string upstream;  // paramserver --upstream.
   bool dry_run = false;
   bool resume = false;
+  bool exit_zero = false;  // learner --exit-zero.
 };
 
 bool ParseInt(const std::string& text, int* out) {
@@ -141,6 +143,8 @@ bool ParseArgs(int argc, char** argv, Args* args) {
       args->config = std::string(v) + "/config.yaml";
     } else if (a == "--resume") {
       args->resume = true;
+    } else if (a == "--exit-zero" && args->command == "learner") {
+      args->exit_zero = true;
     } else if (args->command == "run" && args->config.empty() && a.rfind("--", 0) != 0) {
       args->config = a;
     } else {
@@ -233,38 +237,8 @@ int RunReplay(const Args& args, const Config& config) {
 }
 
 int RunParamServer(const Args& args, const Config& config) {
-  ferry::core::SetLogName("paramserver");
-  ferry::paramserver::ServerOptions options;
-  options.endpoint = ferry::core::ParamServerBindEndpoint(config);
-  options.broadcast_endpoint = ferry::core::BroadcastBindEndpoint(config);
-  options.chunk_bytes = static_cast<uint64_t>(config.network.weights_chunk_bytes);
-  if (!args.upstream.empty()) {
-    const size_t comma = args.upstream.find(',');
-    options.upstream_endpoint = args.upstream.substr(0, comma);
-    options.upstream_broadcast_endpoint =
-        comma == std::string::npos ? "" : args.upstream.substr(comma + 1);
-    if (options.upstream_endpoint.empty() || options.upstream_broadcast_endpoint.empty() ||
-        options.upstream_broadcast_endpoint.find(',') != std::string::npos) {
-      std::fprintf(stderr,
-                   "ferry paramserver: --upstream needs FETCH,BROADCAST, the upstream "
-                   "paramserver's two endpoints (e.g. tcp://10.0.0.1:5540,tcp://10.0.0.1:5541); "
-                   "got '%s'\n",
-                   args.upstream.c_str());
-      return 1;
-    }
-  }
-  zmq::context_t context(1);
-  auto authenticator = ferry::core::SecureServerRole(config.security, context,
-                                                     /*also_client=*/!args.upstream.empty());
-  if (!authenticator.ok()) return Fail(authenticator.status());
-  ferry::paramserver::ParamServer server(context, options);
-  if (auto s = server.Bind(); !s.ok()) return Fail(s);
-  ferry::core::Log("serving %s, broadcasting on %s%s%s", options.endpoint.c_str(),
-                   options.broadcast_endpoint.c_str(), args.upstream.empty() ? "" : ", relaying ",
-                   args.upstream.c_str());
-  server.Serve(g_stop);
-  ferry::core::Log("stopped at version %lld", static_cast<long long>(server.latest_version()));
-  return 0;
+  const ferry::Status served = ferry::cli::ServeParamServer(config, args.upstream, g_stop);
+  return served.ok() ? 0 : Fail(served);
 }
 
 int RunActorRole(const Args& args, const Config& config) {
@@ -293,7 +267,7 @@ int RunLearnerRole(const Args& args, const Config& config) {
     MPI_Abort(MPI_COMM_WORLD, ferry::ExitCodeFor(end.status()));
   }
   MPI_Finalize();
-  return static_cast<int>(*end);
+  return args.exit_zero ? 0 : static_cast<int>(*end);
 }
 
 // A space as a JSON object; bounds with %.9g, which round-trips a float.

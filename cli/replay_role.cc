@@ -4,6 +4,7 @@
 #include <string>
 #include <zmq.hpp>
 
+#include "core/cpu_affinity.h"
 #include "core/curve.h"
 #include "core/experience.h"
 #include "core/log.h"
@@ -60,6 +61,7 @@ Status ServeReplayShard(const core::Config& config, int shard, const std::atomic
             options.endpoint.c_str(), static_cast<long long>(options.capacity),
             replay::SelectorKindName(options.selector), options.alpha,
             options.schema.ToString().c_str());
+  FERRY_RETURN_IF_ERROR(core::MoveToRunCpus());  // Started (core/cpu_affinity.h).
   server.Serve(stop);
   const auto stats = server.Stats();
   core::Log("stopped: %lld stored, %lld sampled, %lld duplicates dropped, %lld bad messages",

@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <set>
 #include <string>
 
 namespace ferry::core {
@@ -26,7 +29,9 @@ std::vector<int> CpusLeft(int first, int ranks) {
   return left.empty() ? all : left;
 }
 
-Status RunOn(const std::vector<int>& cpus) {
+namespace {
+
+Result<cpu_set_t> CpuSet(const std::vector<int>& cpus) {
   cpu_set_t set;
   CPU_ZERO(&set);
   for (int cpu : cpus) {
@@ -35,10 +40,72 @@ Status RunOn(const std::vector<int>& cpus) {
     }
     CPU_SET(cpu, &set);
   }
-  if (sched_setaffinity(0, sizeof(set), &set) != 0) {
+  return set;
+}
+
+}  // namespace
+
+Status RunOn(const std::vector<int>& cpus) {
+  auto set = CpuSet(cpus);
+  if (!set.ok()) return set.status();
+  if (sched_setaffinity(0, sizeof(*set), &*set) != 0) {
     return Unavailable("cannot run on the CPUs asked for: " + std::string(std::strerror(errno)));
   }
   return Status::Ok();
+}
+
+Status MoveProcessTo(const std::vector<int>& cpus) {
+  auto set = CpuSet(cpus);
+  if (!set.ok()) return set.status();
+  // A thread started while the list is read inherits its starter's CPUs, which may not have
+  // moved yet: read again until a pass finds no thread it has not moved.
+  std::set<pid_t> moved;
+  for (bool found = true; found;) {
+    found = false;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+      const pid_t thread = static_cast<pid_t>(std::atoi(entry.path().filename().c_str()));
+      if (thread <= 0 || !moved.insert(thread).second) continue;
+      found = true;
+      // A thread that has exited since the listing is no longer there to move (ESRCH).
+      if (sched_setaffinity(thread, sizeof(*set), &*set) != 0 && errno != ESRCH) {
+        return Unavailable("cannot move thread " + std::to_string(thread) +
+                           " to the CPUs asked for: " + std::strerror(errno));
+      }
+    }
+    if (ec) return Unavailable("cannot list this process's threads: " + ec.message());
+  }
+  return Status::Ok();
+}
+
+std::string FormatCpuList(const std::vector<int>& cpus) {
+  std::string text;
+  for (int cpu : cpus) text += (text.empty() ? "" : ",") + std::to_string(cpu);
+  return text;
+}
+
+Result<std::vector<int>> ParseCpuList(const std::string& text) {
+  std::vector<int> cpus;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    if (item.empty() || item.size() > 6 ||
+        item.find_first_not_of("0123456789") != std::string::npos) {
+      return InvalidArgument("'" + text + "' is not a list of CPU numbers such as 0,2,3");
+    }
+    cpus.push_back(std::stoi(item));
+    at = comma + 1;
+  }
+  return cpus;
+}
+
+Status MoveToRunCpus() {
+  const char* text = std::getenv(kRunCpusEnv);
+  if (text == nullptr) return Status::Ok();
+  auto cpus = ParseCpuList(text);
+  if (!cpus.ok()) return InvalidArgument(std::string(kRunCpusEnv) + ": " + cpus.status().message());
+  return MoveProcessTo(*cpus);
 }
 
 std::vector<int> AllowedCpus() {

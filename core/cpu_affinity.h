@@ -5,11 +5,16 @@
 // left. Without it the kernel moves the update thread between CPUs and shares them
 // with the rest: on 2 cores that cost CartPole's learner a fifth of its updates.
 //
+// `ferry run` starts its roles on every CPU, so that loading LibTorch in four
+// processes at once is spread over all of them, and names the CPUs left in
+// FERRY_RUN_CPUS; each role moves there once it has started (MoveToRunCpus).
+//
 //   CPUs 0 .. n-1:  [update thread of rank 0 at update_cpu] [rank 1 at update_cpu + 1] ...
 //                   [everything else: the rest, or all n when the ranks take every CPU]
 #ifndef FERRY_CORE_CPU_AFFINITY_H_
 #define FERRY_CORE_CPU_AFFINITY_H_
 
+#include <string>
 #include <vector>
 
 #include "core/status.h"
@@ -32,6 +37,20 @@ Status RunOn(const std::vector<int>& cpus);
 
 // The CPUs the calling thread may run on, ascending.
 std::vector<int> AllowedCpus();
+
+// Restricts every thread of this process (and what they start from now on) to `cpus`.
+Status MoveProcessTo(const std::vector<int>& cpus);
+
+// The environment variable through which `ferry run` tells its roles the CPUs left.
+inline constexpr const char* kRunCpusEnv = "FERRY_RUN_CPUS";
+
+// "0,2,3" for {0, 2, 3}, and back; ParseCpuList refuses anything but CPU numbers and commas.
+std::string FormatCpuList(const std::vector<int>& cpus);
+Result<std::vector<int>> ParseCpuList(const std::string& text);
+
+// Moves this process to the CPUs FERRY_RUN_CPUS names; nothing when it is unset (a role
+// started by hand or by Slurm keeps the placement it was given).
+Status MoveToRunCpus();
 
 }  // namespace ferry::core
 

@@ -209,21 +209,22 @@ std::vector<Child> Topology(const core::Config& config, const std::string& binar
     argv.insert(argv.begin() + 2, common.begin(), common.end());
     children.push_back(Child{name, std::move(argv)});
   };
-  // Shards run as ferry-replay where it sits beside ferry: without LibTorch mapped, their
-  // snapshot forks pause them for about a millisecond instead of about ten.
-  const std::string lean_replay = binary + "-replay";
-  const bool lean = access(lean_replay.c_str(), X_OK) == 0;
+  // Servers run as their lean binaries (ferry-replay, ferry-paramserver; cli/lean_server.h)
+  // where those sit beside ferry: without LibTorch a shard's snapshot forks pause it for about
+  // a millisecond instead of ten, and the paramserver starts without 0.8 s of loading.
+  auto server = [&](const std::string& name, const std::string& word,
+                    const std::vector<std::string>& extra) {
+    std::vector<std::string> argv = {binary + "-" + word};
+    if (access(argv[0].c_str(), X_OK) != 0) argv = {binary, word};
+    argv.insert(argv.end(), common.begin(), common.end());
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    children.push_back(Child{name, std::move(argv)});
+  };
   for (int k = 0; k < config.replay.shards; ++k) {
-    const std::string name = "replay-" + std::to_string(k);
-    if (lean) {
-      children.push_back(
-          Child{name, {lean_replay, "--config", config_file, "--shard", std::to_string(k)}});
-    } else {
-      role(name, {binary, "replay", "--shard", std::to_string(k)});
-    }
+    server("replay-" + std::to_string(k), "replay", {"--shard", std::to_string(k)});
     children.back().listens = core::ReplayBindEndpoint(config, k);
   }
-  role("paramserver", {binary, "paramserver"});
+  server("paramserver", "paramserver", {});
   children.back().listens =
       core::ParamServerBindEndpoint(config) + "," + core::BroadcastBindEndpoint(config);
   std::vector<std::string> mpi = {"mpirun"};
@@ -241,6 +242,9 @@ std::vector<Child> Topology(const core::Config& config, const std::string& binar
     mpi.push_back(a);
   }
   if (resume) mpi.push_back("--resume");
+  // This supervisor reads how the run ended from the learner's end record; a rank that exits
+  // nonzero (budget's 2) would keep mpirun waiting 2 s before it exits.
+  mpi.push_back("--exit-zero");
   children.push_back(Child{"learner", mpi, /*is_learner=*/true});
   for (int i = 0; i < config.actors.count; ++i) {
     role("actor-" + std::to_string(i), {binary, "actor", "--id", std::to_string(i)});
@@ -292,7 +296,7 @@ void StopGroup(std::vector<Child>& children, Pick pick) {
 // its step and write its final checkpoint; then the actors; then the shards
 // (which write their final snapshots) and the paramserver. A learner that has
 // written its end record has finished all of that: the others stop while its
-// mpirun winds down (about 2 s after a rank's nonzero exit, here budget's 2).
+// mpirun winds down.
 void StopAll(std::vector<Child>& children, bool learner_finished) {
   auto is_learner = [](const Child& c) { return c.is_learner; };
   if (!learner_finished) StopGroup(children, is_learner);
@@ -352,19 +356,26 @@ int RunTopology(const RunRequest& request) {
   setenv("OPENBLAS_NUM_THREADS", "1", 1);
   signal(SIGINT, OnSignal);
   signal(SIGTERM, OnSignal);
+  // Every role starts on every CPU (loading LibTorch is spread over them all), then moves to the
+  // CPUs the learner's update threads leave, each update thread to its own (core/cpu_affinity.h).
+  std::vector<int> cpus_left;
   if (config.learner.update_cpu >= 0) {
-    // Every role starts on the CPUs the learner's update threads leave; each update thread then
-    // moves to its own (core/cpu_affinity.h).
-    const std::vector<int> left = core::CpusLeft(config.learner.update_cpu, config.learner.ranks);
-    const Status placed = core::RunOn(left);
-    if (!placed.ok()) {
+    cpus_left = core::CpusLeft(config.learner.update_cpu, config.learner.ranks);
+    // Tried here, before any role starts, so that a CPU this process may not use is one clear
+    // error; it comes back to every CPU it had until the roles have started.
+    const std::vector<int> all = core::AllowedCpus();
+    if (const Status placed = core::RunOn(cpus_left); !placed.ok()) {
       std::fprintf(stderr, "ferry run: learner.update_cpu: %s\n", placed.message().c_str());
       return 1;
     }
-    std::string cpus;
-    for (int cpu : left) cpus += (cpus.empty() ? "" : ",") + std::to_string(cpu);
+    if (const Status back = core::RunOn(all); !back.ok()) {
+      std::fprintf(stderr, "ferry run: %s\n", back.message().c_str());
+      return 1;
+    }
+    setenv(core::kRunCpusEnv, core::FormatCpuList(cpus_left).c_str(), 1);
     std::printf("ferry run: learner update thread of rank 0 on CPU %d, the rest of the run on %s\n",
-                core::UpdateCpu(config.learner.update_cpu, 0), cpus.c_str());
+                core::UpdateCpu(config.learner.update_cpu, 0),
+                core::FormatCpuList(cpus_left).c_str());
   }
 
   const double start = core::NowSeconds();
@@ -372,6 +383,11 @@ int RunTopology(const RunRequest& request) {
   std::printf("ferry run: %s on %s, run directory %s\n", config.run.name.c_str(),
               config.env.id.c_str(), config.run.dir.c_str());
   for (auto& c : children) c.pid = Spawn(c, logs + c.name + ".log");
+  // Its own polling, and roles it restarts, on the CPUs left.
+  if (!cpus_left.empty() && !core::RunOn(cpus_left).ok()) {
+    std::fprintf(stderr, "ferry run: cannot move to CPUs %s\n",
+                 core::FormatCpuList(cpus_left).c_str());
+  }
 
   const bool tty = isatty(STDOUT_FILENO);
   Progress progress;

@@ -223,8 +223,10 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
               reducer.num_buckets());
   }
 
+  // Started: every thread to the CPUs `ferry run` leaves the rest of the run; then this one,
+  // the update thread, to its own (after every helper thread has started where it could run).
+  FERRY_RETURN_IF_ERROR(core::MoveToRunCpus());
   if (config.learner.update_cpu >= 0) {
-    // Last, after every helper thread has started where this thread could run.
     const int cpu = core::UpdateCpu(config.learner.update_cpu, rank);
     FERRY_RETURN_IF_ERROR(core::RunOn({cpu}));
     core::Log("update thread on CPU %d", cpu);

@@ -2,7 +2,9 @@
 #include "core/cpu_affinity.h"
 
 #include <doctest/doctest.h>
+#include <stdlib.h>
 
+#include <atomic>
 #include <thread>
 #include <vector>
 
@@ -47,6 +49,49 @@ TEST_CASE("RunOn restricts the calling thread and what it starts, not the other 
   const Status refused = RunOn({-1});
   CHECK(refused.code() == StatusCode::kInvalidArgument);
   CHECK(AllowedCpus() == before);
+}
+
+TEST_CASE("MoveProcessTo moves threads already running, and MoveToRunCpus reads FERRY_RUN_CPUS") {
+  const std::vector<int> before = AllowedCpus();
+  REQUIRE_FALSE(before.empty());
+  const int cpu = before.front();
+  std::atomic<bool> moved{false}, done{false};
+  std::vector<int> seen_by_helper;
+  std::thread helper([&] {  // Started before the move, on every CPU this process had.
+    while (!moved.load()) std::this_thread::yield();
+    seen_by_helper = AllowedCpus();
+    done.store(true);
+  });
+
+  setenv(kRunCpusEnv, std::to_string(cpu).c_str(), 1);
+  REQUIRE(MoveToRunCpus().ok());
+  moved.store(true);
+  helper.join();
+  CHECK(done.load());
+  CHECK(seen_by_helper == std::vector<int>{cpu});
+  CHECK(AllowedCpus() == std::vector<int>{cpu});
+
+  setenv(kRunCpusEnv, "0,,1", 1);
+  const Status malformed = MoveToRunCpus();
+  CHECK(malformed.code() == StatusCode::kInvalidArgument);
+  CHECK(malformed.message().find("FERRY_RUN_CPUS") != std::string::npos);
+  unsetenv(kRunCpusEnv);
+  CHECK(MoveToRunCpus().ok());  // Unset: left where it is.
+  CHECK(AllowedCpus() == std::vector<int>{cpu});
+  REQUIRE(MoveProcessTo(before).ok());
+  CHECK(AllowedCpus() == before);
+}
+
+TEST_CASE("CPU lists: written as 0,2,3 and read back; anything else refused") {
+  CHECK(FormatCpuList({0, 2, 3}) == "0,2,3");
+  CHECK(FormatCpuList({}).empty());
+  const auto read = ParseCpuList("0,2,3");
+  REQUIRE(read.ok());
+  CHECK(*read == std::vector<int>{0, 2, 3});
+  for (const char* bad : {"", "1,", ",1", "a", "-1", "1 2", "1234567"}) {
+    CAPTURE(bad);
+    CHECK(ParseCpuList(bad).status().code() == StatusCode::kInvalidArgument);
+  }
 }
 
 }  // namespace

@@ -31,9 +31,10 @@ std::string ReadFile(const fs::path& path) {
   return s.str();
 }
 
-// Runs ferry with `args`; sends SIGINT after `interrupt_after` seconds (if > 0)
+// Runs `binary` with `args`; sends SIGINT after `interrupt_after` seconds (if > 0)
 // and SIGKILL after `timeout` seconds.
-Outcome RunFerry(const std::vector<std::string>& args, double timeout, double interrupt_after = 0) {
+Outcome RunProgram(const std::string& binary, const std::vector<std::string>& args, double timeout,
+                   double interrupt_after = 0) {
   const fs::path log =
       fs::temp_directory_path() / ("ferry-it-" + std::to_string(getpid()) + ".out");
   const auto start = std::chrono::steady_clock::now();
@@ -43,10 +44,10 @@ Outcome RunFerry(const std::vector<std::string>& args, double timeout, double in
     FILE* out = std::freopen(log.c_str(), "w", stdout);
     if (out == nullptr) _exit(126);
     dup2(STDOUT_FILENO, STDERR_FILENO);
-    std::vector<char*> argv = {const_cast<char*>(FERRY_BINARY)};
+    std::vector<char*> argv = {const_cast<char*>(binary.c_str())};
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    execv(FERRY_BINARY, argv.data());
+    execv(binary.c_str(), argv.data());
     _exit(127);
   }
   Outcome outcome;
@@ -72,6 +73,10 @@ Outcome RunFerry(const std::vector<std::string>& args, double timeout, double in
   outcome.output = ReadFile(log);
   fs::remove(log);
   return outcome;
+}
+
+Outcome RunFerry(const std::vector<std::string>& args, double timeout, double interrupt_after = 0) {
+  return RunProgram(FERRY_BINARY, args, timeout, interrupt_after);
 }
 
 // Processes whose command line mentions `needle` (the run directory).
@@ -121,6 +126,7 @@ std::vector<std::string> ShortRun(const fs::path& dir, int port_base, double sec
       "--set", "stop.max_seconds=" + std::to_string(seconds),
       "--set", "learner.eval_period=100",
       "--set", "learner.eval_episodes=10",
+      "--set", "learner.update_cpu=1",  // As the tuned configs: roles move once started.
       "--set", "replay.min_size_to_sample=200"};
   for (const auto& a : Ports(port_base)) args.push_back(a);
   return args;
@@ -151,6 +157,7 @@ TEST_CASE("a short CartPole run starts every role, records metrics and leaves no
   CHECK(fs::exists(dir / "checkpoints" / "best-policy.pt"));
   CHECK(metrics.find("\"selected_eval_return\": ") != std::string::npos);
   CHECK(ReadFile(dir / "logs" / "replay-0.log").find("0 bad messages") != std::string::npos);
+  CHECK(ReadFile(dir / "logs" / "learner.log").find("update thread on CPU") != std::string::npos);
   CHECK(ProcessesMentioning(dir.string()) == 0);
   fs::remove_all(dir);
 }
@@ -336,6 +343,30 @@ TEST_CASE("a role that cannot run with its configuration stops the run at once, 
                         "hold no transition") != std::string::npos);
   CHECK(run.output.find("restarting") == std::string::npos);
   CHECK(run.seconds < 30);
+}
+
+TEST_CASE("the servers' own binaries answer a bad argument with their usage, a bad value as 78") {
+  const std::string config = std::string(FERRY_SOURCE_DIR) + "/configs/cartpole.yaml";
+  for (const char* role : {"replay", "paramserver"}) {
+    const std::string binary = std::string(FERRY_BINARY) + "-" + role;
+    CAPTURE(binary);
+    const Outcome unknown = RunProgram(binary, {"--config", config, "--id", "0"}, /*timeout=*/10);
+    CHECK(unknown.exit_code == 1);
+    CHECK(unknown.output.find("unknown argument '--id'") != std::string::npos);
+    CHECK(unknown.output.find("usage: " + binary.substr(binary.rfind('/') + 1) +
+                              " --config CONFIG") != std::string::npos);
+    const Outcome no_value = RunProgram(binary, {"--config"}, /*timeout=*/10);
+    CHECK(no_value.exit_code == 1);
+    CHECK(no_value.output.find("--config needs a value") != std::string::npos);
+  }
+  const Outcome shard =
+      RunProgram(std::string(FERRY_BINARY) + "-replay", {"--config", config, "--shard", "7"}, 10);
+  CHECK(shard.exit_code == 78);
+  CHECK(shard.output.find("--shard must be in 0..1, got '7'") != std::string::npos);
+  const Outcome upstream = RunProgram(std::string(FERRY_BINARY) + "-paramserver",
+                                      {"--config", config, "--upstream", "tcp://h:1"}, 10);
+  CHECK(upstream.exit_code == 78);
+  CHECK(upstream.output.find("--upstream needs FETCH,BROADCAST") != std::string::npos);
 }
 
 }  // namespace
