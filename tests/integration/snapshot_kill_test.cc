@@ -291,7 +291,10 @@ TEST_CASE("a replay shard SIGKILLed mid-snapshot restarts exactly-once; SIGTERM 
     CHECK(fresh.duplicate == 0);
     const auto listing = ferry::replay::ListSnapshots(snapshots.string(), 0);
     REQUIRE(listing.ok());
-    const uint64_t holding_raw = listing->next_sequence;  // Forked after the raw batch.
+    // next_sequence is above every snapshot whose file exists, .tmp included; a snapshot forked
+    // just before the raw batch may not have created its .tmp yet and take next_sequence itself,
+    // so the first snapshot sure to be forked after the raw batch is the one after.
+    const uint64_t holding_raw = listing->next_sequence + 1;
     const double started = NowSeconds();
     bool writing = false;
     for (int i = 0; i < kMaxBatchesPerRound && !writing; ++i) {
