@@ -372,10 +372,10 @@ int RunTopology(const RunRequest& request) {
       std::fprintf(stderr, "ferry run: %s\n", back.message().c_str());
       return 1;
     }
-    setenv(core::kRunCpusEnv, core::FormatCpuList(cpus_left).c_str(), 1);
+    const std::string listed = core::FormatCpuList(cpus_left);
+    setenv(core::kRunCpusEnv, listed.c_str(), 1);
     std::printf("ferry run: learner update thread of rank 0 on CPU %d, the rest of the run on %s\n",
-                core::UpdateCpu(config.learner.update_cpu, 0),
-                core::FormatCpuList(cpus_left).c_str());
+                core::UpdateCpu(config.learner.update_cpu, 0), listed.c_str());
   }
 
   const double start = core::NowSeconds();
@@ -415,11 +415,11 @@ int RunTopology(const RunRequest& request) {
           break;
         }
         if (c.is_learner) {
-          // The learner ends a run itself (target, budget) and records why; any other exit is a
-          // crash of some rank, and MPI has no fault tolerance: the whole learner starts again,
-          // from its newest checkpoint once it has one.
+          // The learner ends a run itself (target, budget), records why and exits 0
+          // (--exit-zero); any other exit is a crash of some rank, and MPI has no fault
+          // tolerance: the whole learner starts again, from its newest checkpoint once it has one.
           tail.Poll(&progress);
-          if (!progress.end.empty() || code == 0 || code == 2) {
+          if (!progress.end.empty() || code == 0) {
             learner_status = code;
             break;
           }
