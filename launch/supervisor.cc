@@ -20,6 +20,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <zmq.hpp>
 
 #include "core/cpu_affinity.h"
 #include "core/log.h"
@@ -252,6 +253,56 @@ std::vector<Child> Topology(const core::Config& config, const std::string& binar
   return children;
 }
 
+// The endpoints a server binds ("" listens: none).
+std::vector<std::string> Listens(const Child& child) {
+  std::vector<std::string> endpoints;
+  for (size_t from = 0; from < child.listens.size();) {
+    const size_t comma = std::min(child.listens.find(',', from), child.listens.size());
+    endpoints.push_back(child.listens.substr(from, comma - from));
+    from = comma + 1;
+  }
+  return endpoints;
+}
+
+// A server port in the kernel's ephemeral range can be taken by the local end of one of the
+// run's own outgoing connections while its server is down; a restarted server then cannot bind.
+void WarnOfEphemeralPorts(const std::vector<Child>& children) {
+  int first = 0, last = -1;
+  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> first >> last;
+  for (const Child& c : children) {
+    for (const std::string& endpoint : Listens(c)) {
+      const int port = std::atoi(endpoint.substr(endpoint.rfind(':') + 1).c_str());
+      if (port < first || port > last) continue;
+      std::fprintf(stderr,
+                   "ferry run: warning: %s listens on port %d, inside the range %d-%d the kernel "
+                   "gives outgoing connections their ports from: restarted, it may find its port "
+                   "taken\n",
+                   c.name.c_str(), port, first, last);
+    }
+  }
+}
+
+// Why a server of the run could not listen where it should, or "" if every one can: checked
+// before anything starts, so that a port another program holds (often a second run with the
+// same network.*_port) is one clear error instead of a server that crashes until the run
+// gives up. A probe binds as the server will (ZeroMQ, SO_REUSEADDR) and lets go at once.
+std::string PortTaken(const std::vector<Child>& children) {
+  zmq::context_t context(1);
+  for (const Child& c : children) {
+    for (const std::string& endpoint : Listens(c)) {
+      zmq::socket_t probe(context, zmq::socket_type::router);
+      try {
+        probe.bind(endpoint);
+      } catch (const zmq::error_t& e) {
+        return c.name + " cannot listen on " + endpoint + ": " + e.what() +
+               " (another run on the same ports? set network.replay_port, "
+               "network.paramserver_port and network.broadcast_port)";
+      }
+    }
+  }
+  return "";
+}
+
 // Whether the learner has written a checkpoint it can resume from.
 bool HasCheckpoint(const std::string& run_dir) {
   std::error_code ec;
@@ -319,6 +370,7 @@ int RunTopology(const RunRequest& request) {
   config.run.dir = fs::absolute(config.run.dir).string();
   const std::string config_file = config.run.dir + "/config.yaml";
   std::vector<Child> children = Topology(config, request.ferry_binary, config_file, request.resume);
+  WarnOfEphemeralPorts(children);
   if (request.dry_run) {
     // Every process runs on this machine; clients reach the servers at the connect endpoints
     // (network.replay_hosts, network.paramserver_host where set).
@@ -335,6 +387,10 @@ int RunTopology(const RunRequest& request) {
     std::printf("clients connect to replay %s, paramserver %s, broadcast %s\n", connect.c_str(),
                 core::ParamServerEndpoint(config).c_str(), core::BroadcastEndpoint(config).c_str());
     return 0;
+  }
+  if (const std::string taken = PortTaken(children); !taken.empty()) {
+    std::fprintf(stderr, "ferry run: %s\n", taken.c_str());
+    return 1;
   }
   std::error_code ec;
   fs::create_directories(fs::path(config.run.dir) / "logs", ec);

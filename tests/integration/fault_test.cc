@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "replay/snapshot.h"
+#include "tests/integration/ports.h"
 
 namespace {
 
@@ -111,7 +112,7 @@ TEST_CASE(
     "actor: the run still reaches its target") {
   const fs::path dir = fs::temp_directory_path() / ("ferry-it-faults-" + std::to_string(getpid()));
   fs::remove_all(dir);
-  const int port_base = 23000 + getpid() % 1000 * 16;
+  const int port_base = ferry::testing::RunPorts();
   const fs::path log = dir.string() + ".out";
   // stop.min_seconds keeps the run going until the last fault has happened: without it, one
   // run solved CartPole in 8 s, before most of them.

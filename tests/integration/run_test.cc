@@ -1,7 +1,9 @@
 // Starts the real `ferry` binary: a whole topology on loopback, for short budgets.
 #include <doctest/doctest.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +15,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "tests/integration/ports.h"
 
 namespace {
 
@@ -134,7 +138,7 @@ std::vector<std::string> ShortRun(const fs::path& dir, int port_base, double sec
 
 TEST_CASE("a short CartPole run starts every role, records metrics and leaves nothing running") {
   const fs::path dir = FreshRunDir("short");
-  const int port_base = 21000 + getpid() % 2000 * 16;
+  const int port_base = ferry::testing::RunPorts();
   const Outcome run = RunFerry(ShortRun(dir, port_base, 20), /*timeout=*/120);
   INFO(run.output);
   CHECK((run.exit_code == 0 || run.exit_code == 2));
@@ -164,7 +168,7 @@ TEST_CASE("a short CartPole run starts every role, records metrics and leaves no
 
 TEST_CASE("a run that meets its target early goes on until stop.min_seconds") {
   const fs::path dir = FreshRunDir("min-seconds");
-  const int port_base = 21000 + getpid() % 2000 * 16 + 8;
+  const int port_base = ferry::testing::RunPorts();
   std::vector<std::string> args = ShortRun(dir, port_base, 60);
   // Met by the first evaluation, whatever its return.
   args.insert(args.end(), {"--set", "stop.target_return=-1e9", "--set", "stop.min_seconds=6"});
@@ -181,7 +185,7 @@ TEST_CASE("a run that meets its target early goes on until stop.min_seconds") {
 
 TEST_CASE("Ctrl-C stops every process of a run") {
   const fs::path dir = FreshRunDir("interrupt");
-  const int port_base = 21000 + getpid() % 2000 * 16 + 4;
+  const int port_base = ferry::testing::RunPorts();
   // An unreachable target: a lucky 10-episode evaluation must not end the run before Ctrl-C.
   std::vector<std::string> args = ShortRun(dir, port_base, 200);
   args.insert(args.end(), {"--set", "stop.target_return=100000"});
@@ -196,7 +200,7 @@ TEST_CASE("Ctrl-C stops every process of a run") {
 
 TEST_CASE("a stopped run resumes from its learner checkpoint") {
   const fs::path dir = FreshRunDir("resume");
-  const int port_base = 21000 + getpid() % 2000 * 16 + 8;
+  const int port_base = ferry::testing::RunPorts();
   // An unreachable target: a quick learner must not end the run before the interruption.
   std::vector<std::string> first_args = ShortRun(dir, port_base, 200);
   first_args.insert(first_args.end(), {"--set", "stop.target_return=100000"});
@@ -248,6 +252,19 @@ TEST_CASE("--dry-run prints every process, where it listens and its command, and
   }
   CHECK(run.output.find("mpirun") != std::string::npos);
   CHECK_FALSE(fs::exists(dir));  // Nothing written, nothing started.
+
+  // Ports the kernel may give to outgoing connections are warned of, naming the server.
+  int ephemeral_first = 32768;
+  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> ephemeral_first;
+  CHECK(run.output.find("warning") == std::string::npos);
+  args.resize(args.size() - Ports(0).size());
+  for (const auto& a : Ports(ephemeral_first)) args.push_back(a);
+  const Outcome ephemeral = RunFerry(args, /*timeout=*/20);
+  INFO(ephemeral.output);
+  CHECK(ephemeral.exit_code == 0);
+  CHECK(ephemeral.output.find("warning: paramserver listens on port " +
+                              std::to_string(ephemeral_first + 10) + ", inside the range") !=
+        std::string::npos);
 }
 
 TEST_CASE("security.curve: a run trains over CurveZMQ, and a client with another key is refused") {
@@ -260,7 +277,7 @@ TEST_CASE("security.curve: a run trains over CurveZMQ, and a client with another
     REQUIRE(made.exit_code == 0);
   }
   std::ofstream(keys / "authorized") << ReadFile(keys / "client.pub");
-  const int port_base = 21000 + getpid() % 2000 * 16 + 12;
+  const int port_base = ferry::testing::RunPorts();
   const auto security = [&](const std::string& client) {
     return std::vector<std::string>{
         "--set", "security.curve=true",
@@ -331,13 +348,40 @@ TEST_CASE("a misspelt config key stops the run before anything starts, naming th
   CHECK_FALSE(fs::exists(dir / "logs"));
 }
 
+TEST_CASE("a server port another program holds stops the run before anything starts, naming it") {
+  const fs::path dir = FreshRunDir("port-taken");
+  const int port_base = ferry::testing::RunPorts();
+  const int paramserver_port = port_base + 10;  // Ports() in this file.
+  const int holder = socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(holder >= 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(static_cast<uint16_t>(paramserver_port));
+  REQUIRE(bind(holder, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
+  REQUIRE(listen(holder, 1) == 0);
+  const Outcome run = RunFerry(ShortRun(dir, port_base, 20), /*timeout=*/30);
+  close(holder);
+  INFO(run.output);
+  CHECK(run.exit_code == 1);
+  CHECK(run.output.find(
+            "paramserver cannot listen on tcp://127.0.0.1:" + std::to_string(paramserver_port) +
+            ": Address already in use") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "logs"));  // Refused before the run directory was made.
+  CHECK(run.seconds < 10);
+  CHECK(ProcessesMentioning(dir.string()) == 0);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("a role that cannot run with its configuration stops the run at once, with its error") {
   // Passes every per-key check, but no transition of 52 bytes fits in 10: the shards refuse it.
   const fs::path dir = FreshRunDir("roleconfig");
-  const Outcome run =
-      RunFerry({"run", std::string(FERRY_SOURCE_DIR) + "/configs/cartpole.yaml", "--set",
-                "run.dir=" + dir.string(), "--set", "replay.capacity_bytes=10"},
-               /*timeout=*/60);
+  std::vector<std::string> args = {
+      "run",   std::string(FERRY_SOURCE_DIR) + "/configs/cartpole.yaml",
+      "--set", "run.dir=" + dir.string(),
+      "--set", "replay.capacity_bytes=10"};
+  for (const auto& a : Ports(ferry::testing::RunPorts())) args.push_back(a);
+  const Outcome run = RunFerry(args, /*timeout=*/60);
   CHECK(run.exit_code == 1);
   CHECK(run.output.find("cannot run with this configuration: replay.capacity_bytes: 10 bytes "
                         "hold no transition") != std::string::npos);

@@ -24,6 +24,7 @@
 #include "core/log.h"
 #include "replay/snapshot.h"
 #include "replay/writer.h"
+#include "tests/integration/ports.h"
 #include "tests/replay/shard_fixture.h"
 
 namespace {
@@ -187,7 +188,7 @@ TEST_CASE("a replay shard SIGKILLed mid-snapshot restarts exactly-once; SIGTERM 
   const fs::path snapshots = dir / "snapshots";
   fs::remove_all(dir);
   fs::create_directories(dir);
-  const int port = ferry::replay::testing::FreePort();
+  const int port = ferry::testing::RunPorts();  // Restarted after a SIGKILL.
   const std::string endpoint = ferry::replay::testing::LoopbackEndpoint(port);
   std::vector<std::string> args = {"replay", "--config",
                                    std::string(FERRY_SOURCE_DIR) + "/configs/cartpole.yaml",
