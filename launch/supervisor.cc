@@ -485,8 +485,8 @@ int RunTopology(const RunRequest& request) {
           }
         }
         if (++c.restarts > kMaxRestarts) {
-          failure = c.name + " crashed " + std::to_string(c.restarts) + " times; giving up (see " +
-                    logs + c.name + ".log)";
+          failure = c.name + " crashed " + std::to_string(c.restarts) + " times; giving up (" +
+                    LastError(logs + c.name + ".log") + ")";
           break;
         }
         const double backoff = std::min(30.0, std::pow(2.0, c.restarts - 1));
