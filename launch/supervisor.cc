@@ -264,8 +264,9 @@ std::vector<std::string> Listens(const Child& child) {
   return endpoints;
 }
 
-// A server port in the kernel's ephemeral range can be taken by the local end of one of the
-// run's own outgoing connections while its server is down; a restarted server then cannot bind.
+// A server port in the kernel's ephemeral range can be held as the local end of any outgoing
+// connection on the machine (the run's own too) while its server is down; a restarted server
+// then cannot bind it.
 void WarnOfEphemeralPorts(const std::vector<Child>& children) {
   int first = 0, last = -1;
   std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> first >> last;

@@ -4,9 +4,9 @@
 //
 // The kernel picks the local port of every outgoing connection from its ephemeral range
 // (net.ipv4.ip_local_port_range, 32768-60999 by default). A server port inside that range can
-// be taken by one of the run's own connections while a killed server is down, and the server
-// then cannot bind it again when it restarts: a CI run failed that way. Below the range only an
-// explicit bind takes a port, and RunPorts checks that none holds the block it hands out.
+// be held as the local end of any connection on the machine, the run's own included, and its
+// server then cannot bind it: a CI run's paramserver failed that way at every start. Below the
+// range only an explicit bind takes a port, and RunPorts checks that none holds its block.
 #ifndef FERRY_TESTS_INTEGRATION_PORTS_H_
 #define FERRY_TESTS_INTEGRATION_PORTS_H_
 
