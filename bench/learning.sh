@@ -51,8 +51,18 @@ yaml_value() { sed -nE "s/^ +$2: *([^ #]+).*/\1/p" "$1" | head -n1; }
 # Appends every second the CPU seconds of each process of the run in $1 to $2
 # ("pid seconds command..."); a process's last line is its total, roles exit at different times.
 watch_cpu() {
+  local hz pid line args times
+  hz=$(getconf CLK_TCK)
   while sleep 1; do
-    ps -eo pid=,times=,args= | awk -v run="$1/config.yaml" 'index($0, run) && $3 != "awk"' >>"$2"
+    # Builtins only per process (read, mapfile): this loop shares the run's 2 cores.
+    for pid in $(grep -l -a -F "$1/config.yaml" /proc/[0-9]*/cmdline 2>/dev/null | cut -d/ -f3); do
+      mapfile -d '' args 2>/dev/null <"/proc/$pid/cmdline" || continue
+      [[ ${args[0]##*/} == grep ]] && continue
+      read -r line 2>/dev/null <"/proc/$pid/stat" || continue
+      read -r -a times <<<"${line##*) }"  # After the command name: state, ppid, ...
+      local ticks=$((times[11] + times[12]))  # utime + stime
+      printf '%s %d.%02d %s\n' "$pid" $((ticks / hz)) $((ticks % hz * 100 / hz)) "${args[*]}"
+    done >>"$2"
   done
 }
 
@@ -89,11 +99,12 @@ run() {
   cpu_roles=$(awk '$3 == "mpirun" { next }
       { role = "other" }
       / learner / { role = "learner" } / actor / { role = "actors" }
-      /ferry-replay|ferry replay/ { role = "replay" } / paramserver / { role = "paramserver" }
+      /ferry-replay|ferry replay/ { role = "replay" }
+      /ferry-paramserver|ferry paramserver/ { role = "paramserver" }
       { total[$1] = $2; role_of[$1] = role }
       END {
         for (pid in total) cpu[role_of[pid]] += total[pid]
-        printf "\"cpu_learner_s\": %d, \"cpu_actors_s\": %d, \"cpu_replay_s\": %d, \"cpu_paramserver_s\": %d",
+        printf "\"cpu_learner_s\": %.2f, \"cpu_actors_s\": %.2f, \"cpu_replay_s\": %.2f, \"cpu_paramserver_s\": %.2f",
                cpu["learner"], cpu["actors"], cpu["replay"], cpu["paramserver"] }' "$cpu" 2>/dev/null ||
                echo '"cpu_learner_s": 0, "cpu_actors_s": 0, "cpu_replay_s": 0, "cpu_paramserver_s": 0')
   local progress
