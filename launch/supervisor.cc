@@ -44,7 +44,7 @@ struct Child {
   std::string name;
   std::vector<std::string> argv;
   bool is_learner = false;
-  std::string listens;  // Endpoints a server binds, for --dry-run.
+  std::vector<std::string> listens;  // Endpoints a server binds.
   pid_t pid = -1;
   int restarts = 0;
   double restart_at = -1;  // When a crashed child is due to start again.
@@ -223,11 +223,11 @@ std::vector<Child> Topology(const core::Config& config, const std::string& binar
   };
   for (int k = 0; k < config.replay.shards; ++k) {
     server("replay-" + std::to_string(k), "replay", {"--shard", std::to_string(k)});
-    children.back().listens = core::ReplayBindEndpoint(config, k);
+    children.back().listens = {core::ReplayBindEndpoint(config, k)};
   }
   server("paramserver", "paramserver", {});
-  children.back().listens =
-      core::ParamServerBindEndpoint(config) + "," + core::BroadcastBindEndpoint(config);
+  children.back().listens = {core::ParamServerBindEndpoint(config),
+                             core::BroadcastBindEndpoint(config)};
   std::vector<std::string> mpi = {"mpirun"};
   if (geteuid() == 0) mpi.push_back("--allow-run-as-root");
   // Ranks share the cores with actors and shards: no pinning, and ranks waiting
@@ -253,17 +253,6 @@ std::vector<Child> Topology(const core::Config& config, const std::string& binar
   return children;
 }
 
-// The endpoints a server binds ("" listens: none).
-std::vector<std::string> Listens(const Child& child) {
-  std::vector<std::string> endpoints;
-  for (size_t from = 0; from < child.listens.size();) {
-    const size_t comma = std::min(child.listens.find(',', from), child.listens.size());
-    endpoints.push_back(child.listens.substr(from, comma - from));
-    from = comma + 1;
-  }
-  return endpoints;
-}
-
 // A server port in the kernel's ephemeral range can be held as the local end of any outgoing
 // connection on the machine (the run's own too) while its server is down; a restarted server
 // then cannot bind it.
@@ -271,7 +260,7 @@ void WarnOfEphemeralPorts(const std::vector<Child>& children) {
   int first = 0, last = -1;
   std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> first >> last;
   for (const Child& c : children) {
-    for (const std::string& endpoint : Listens(c)) {
+    for (const std::string& endpoint : c.listens) {
       const int port = std::atoi(endpoint.substr(endpoint.rfind(':') + 1).c_str());
       if (port < first || port > last) continue;
       std::fprintf(stderr,
@@ -290,7 +279,7 @@ void WarnOfEphemeralPorts(const std::vector<Child>& children) {
 std::string PortTaken(const std::vector<Child>& children) {
   zmq::context_t context(1);
   for (const Child& c : children) {
-    for (const std::string& endpoint : Listens(c)) {
+    for (const std::string& endpoint : c.listens) {
       zmq::socket_t probe(context, zmq::socket_type::router);
       try {
         probe.bind(endpoint);
@@ -377,8 +366,10 @@ int RunTopology(const RunRequest& request) {
     // (network.replay_hosts, network.paramserver_host where set).
     std::printf("%-12s %-10s %-44s %s\n", "process", "host", "listens on", "command line");
     for (const auto& c : children) {
+      std::string listens;
+      for (const auto& e : c.listens) listens += (listens.empty() ? "" : ",") + e;
       std::printf("%-12s %-10s %-44s", c.name.c_str(), "localhost",
-                  c.listens.empty() ? "-" : c.listens.c_str());
+                  listens.empty() ? "-" : listens.c_str());
       for (const auto& a : c.argv) std::printf(" %s", a.c_str());
       std::printf("\n");
     }
