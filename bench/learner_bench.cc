@@ -3,8 +3,9 @@
 //   allreduce      bus bandwidth of each Allreducer algorithm, 4 KB..64 MB,
 //                    vs MPI_Allreduce and vs memcpy of the same bytes (rank 0 alone)
 //   sgemm          torch::mm of 512 x 512 float32: the core's matmul limit
-//   update         Double-DQN updates/s at global batch 512: loss, backward, fused gradient
-//                    allreduce, clip, Adam; R = 1 vs R = ranks, matmul FLOP/s vs sgemm
+//   update         Double-DQN updates/s: loss, backward, fused gradient allreduce, clip, Adam;
+//                    R = 1 vs R = ranks, without autograd (ferry's CPU path) vs with it,
+//                    matmul FLOP/s vs sgemm
 //   least_squares  the LS refit's phases (features, Gram, allreduce, Cholesky, CG)
 //                    for N rows x d features, R = 1 vs R = ranks
 //
@@ -41,7 +42,6 @@ namespace {
 using learner::linalg::Allreducer;
 using Algorithm = Allreducer::Algorithm;
 
-constexpr int kGlobalBatch = 512;
 constexpr int64_t kSgemmSize = 512;
 
 struct Settings {
@@ -299,11 +299,15 @@ struct ModelSpec {
   int obs_dim;
   std::vector<int> hidden;
   int num_actions;
+  int batch;  // Global: split across ranks.
 };
 
+// The quick-start CartPole network, a large MLP, and the tuned configs' network at CartPole's
+// batch (configs/cartpole_zoo.yaml), where per-op costs weigh most.
 const std::vector<ModelSpec>& Models() {
-  static const std::vector<ModelSpec> models = {{"cartpole_mlp", 4, {64, 64}, 2},
-                                                {"mlp_512x3", 128, {512, 512, 512}, 4}};
+  static const std::vector<ModelSpec> models = {{"cartpole_mlp", 4, {64, 64}, 2, 512},
+                                                {"mlp_512x3", 128, {512, 512, 512}, 4, 512},
+                                                {"zoo_mlp", 4, {256, 256}, 2, 64}};
   return models;
 }
 
@@ -318,13 +322,14 @@ double ForwardFlops(const ModelSpec& spec, int batch) {
   return flops + 2.0 * batch * in * spec.num_actions;
 }
 
-// A way of running the update: how many ranks, with how many LibTorch threads each, and how the
-// gradients are summed.
+// A way of running the update: how many ranks, with how many LibTorch threads each, how the
+// gradients are summed, and whether through LibTorch's autograd (learner/fast_dqn_gradients.h).
 struct UpdateConfig {
   int ranks;
   int threads;
   Algorithm algorithm;
   bool overlap = false;
+  bool autograd = false;
 };
 
 // Buckets for the overlapped configurations. A bucket closes after the parameter that fills it,
@@ -332,13 +337,15 @@ struct UpdateConfig {
 constexpr size_t kOverlapBucketBytes = size_t{256} << 10;
 
 // One rank's share of the learner's update, as learner/apex_dqn.cc runs it: DqnUpdater's
-// Double-DQN loss and backward on a synthetic batch of `local_batch` rows, gradients summed
-// across `comm` by a GradientReducer, then clip and Adam.
+// Double-DQN loss and backward on a synthetic batch of its share of spec.batch rows, gradients
+// summed across `comm` by a GradientReducer, then clip and Adam.
 class UpdateLoop {
  public:
-  UpdateLoop(const ModelSpec& spec, int local_batch, MPI_Comm comm, const UpdateConfig& config)
-      : updater_(Options(spec), torch::kCPU),
+  UpdateLoop(const ModelSpec& spec, MPI_Comm comm, const UpdateConfig& config)
+      : updater_(Options(spec, config), torch::kCPU),
+        global_batch_(spec.batch),
         reducer_(updater_.online()->parameters(), comm, ReducerOptions(config)) {
+    const int local_batch = spec.batch / config.ranks;
     batch_.obs = torch::randn({local_batch, spec.obs_dim});
     batch_.next_obs = torch::randn({local_batch, spec.obs_dim});
     batch_.action = torch::randint(spec.num_actions, {local_batch}, torch::kInt64);
@@ -351,7 +358,7 @@ class UpdateLoop {
     const double t0 = core::NowSeconds();
     const double cpu0 = ProcessCpuSeconds();  // LibTorch's threads included.
     reducer_.BeginBackward();
-    updater_.ComputeGradients(batch_, /*normaliser=*/kGlobalBatch);
+    updater_.ComputeGradients(batch_, /*normaliser=*/global_batch_);
     const double cpu1 = ProcessCpuSeconds();
     const double t1 = core::NowSeconds();
     reducer_.Reduce(/*have_gradients=*/true);
@@ -383,8 +390,9 @@ class UpdateLoop {
   size_t buckets() const { return reducer_.num_buckets(); }
 
  private:
-  static learner::UpdaterOptions Options(const ModelSpec& spec) {
+  static learner::UpdaterOptions Options(const ModelSpec& spec, const UpdateConfig& config) {
     learner::UpdaterOptions options;
+    options.autograd = config.autograd || config.overlap;
     options.obs_dim = spec.obs_dim;
     options.num_actions = spec.num_actions;
     options.hidden = spec.hidden;
@@ -400,6 +408,7 @@ class UpdateLoop {
   }
 
   learner::DqnUpdater updater_;
+  int global_batch_;
   learner::GradientReducer reducer_;
   learner::DqnBatch batch_;
   Phases phases_;
@@ -415,7 +424,8 @@ double MedianPhase(const std::vector<UpdateLoop::Phases>& windows,
 
 void UpdateBench(const Settings& s, const SgemmRates& sgemm) {
   const int ranks = Ranks();
-  std::vector<UpdateConfig> configs = {{1, 1, Algorithm::kAuto}};
+  std::vector<UpdateConfig> configs = {{1, 1, Algorithm::kAuto},
+                                       {1, 1, Algorithm::kAuto, false, /*autograd=*/true}};
   if (ranks > 1) {
     configs.push_back({1, ranks, Algorithm::kAuto});
     configs.push_back({ranks, 1, Algorithm::kSharedMemory});
@@ -431,10 +441,10 @@ void UpdateBench(const Settings& s, const SgemmRates& sgemm) {
     for (size_t c = 0; c < configs.size(); ++c) {
       const UpdateConfig& config = configs[c];
       const bool alone = config.ranks == 1;
-      loops.push_back(alone && Rank() != 0 ? nullptr
-                                           : std::make_unique<UpdateLoop>(
-                                                 spec, kGlobalBatch / config.ranks,
-                                                 alone ? MPI_COMM_SELF : MPI_COMM_WORLD, config));
+      loops.push_back(
+          alone && Rank() != 0
+              ? nullptr
+              : std::make_unique<UpdateLoop>(spec, alone ? MPI_COMM_SELF : MPI_COMM_WORLD, config));
       UpdateLoop* loop = loops.back().get();
       candidates.push_back([&s, loop, alone, threads = config.threads, window = &phases[c]] {
         const auto run = [&](MPI_Comm comm) {
@@ -460,17 +470,18 @@ void UpdateBench(const Settings& s, const SgemmRates& sgemm) {
       const double ups = figures[c].wall.median;
       // Online and target forward on next_obs, online forward on obs, and its backward (two
       // matmuls per layer): five forward passes' matmuls.
-      const double flops = 5 * ForwardFlops(spec, kGlobalBatch / config.ranks);
+      const double flops = 5 * ForwardFlops(spec, spec.batch / config.ranks);
       const double compute_cpu_ms = MedianPhase(phases[c], &UpdateLoop::Phases::compute_cpu_ms);
       const double compute_flops_per_cpu_s = flops / (compute_cpu_ms / 1e3);
       JsonLine line("update");
       line.Add("model", spec.name)
           .Add("parameters", static_cast<int64_t>(loops[c]->parameters()))
-          .Add("batch", kGlobalBatch)
+          .Add("batch", spec.batch)
           .Add("ranks", config.ranks)
           .Add("threads_per_rank", config.threads)
           .Add("allreduce", std::string(loops[c]->algorithm()))
           .Add("overlap", config.overlap)
+          .Add("autograd", config.autograd || config.overlap)
           .Add("buckets", static_cast<int64_t>(loops[c]->buckets()));
       AddSpread(line, "updates_per_s", figures[c].wall, 1);
       line.Add("r1_updates_per_s", baseline)

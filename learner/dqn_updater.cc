@@ -12,6 +12,7 @@
 #include "core/crc32c.h"
 #include "core/log.h"
 #include "envs/env.h"
+#include "learner/fused_adam.h"
 
 namespace ferry::learner {
 
@@ -34,6 +35,7 @@ Result<UpdaterOptions> UpdaterOptionsFor(const core::Config& config) {
   options.max_grad_norm = config.learner.max_grad_norm;
   options.target_update_period = config.learner.target_update_period;
   options.double_dqn = config.learner.double_dqn;
+  options.autograd = config.learner.overlap_allreduce;
   return options;
 }
 namespace {
@@ -109,9 +111,14 @@ DqnUpdater::DqnUpdater(const UpdaterOptions& options, torch::Device device)
   models::CopyParameters(*online_, *target_);
   online_->to(device_);
   target_->to(device_);
+  if (device_.is_cpu() && !options.autograd && FastDqnGradients::Available()) fast_.emplace();
 }
 
 DqnLoss DqnUpdater::ComputeGradients(const DqnBatch& batch, double normaliser) {
+  if (fast_) {
+    return fast_->Compute(*online_, *target_, batch, options_.double_dqn, options_.huber_delta,
+                          normaliser);
+  }
   DqnLoss loss = (options_.double_dqn ? DoubleDqnLoss : DqnMaxLoss)(
       online_, target_, batch, options_.huber_delta, normaliser);
   optimizer_.zero_grad();
@@ -143,8 +150,12 @@ double DqnUpdater::learning_rate() {
 }
 
 void DqnUpdater::ApplyGradients() {
-  torch::nn::utils::clip_grad_norm_(online_->parameters(), options_.max_grad_norm);
-  optimizer_.step();
+  if (fast_) {
+    ClipAndStep(optimizer_, options_.max_grad_norm);
+  } else {
+    torch::nn::utils::clip_grad_norm_(online_->parameters(), options_.max_grad_norm);
+    optimizer_.step();
+  }
   ++updates_;
   if (updates_ % options_.target_update_period == 0) models::CopyParameters(*online_, *target_);
 }

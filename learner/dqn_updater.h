@@ -15,12 +15,14 @@
 
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/config.h"
 #include "core/status.h"
 #include "learner/dqn_loss.h"
+#include "learner/fast_dqn_gradients.h"
 #include "models/q_network.h"
 
 namespace ferry::learner {
@@ -36,6 +38,10 @@ struct UpdaterOptions {
   double max_grad_norm = 10.0;
   int target_update_period = 500;
   bool double_dqn = true;
+  // The update as LibTorch's modules run it (autograd, clip_grad_norm_, optim::Adam) even on
+  // the CPU, where FastDqnGradients and ClipAndStep replace them otherwise: the overlapped
+  // allreduce's hooks fire from autograd.
+  bool autograd = false;
 };
 
 // The options of `config`'s learner: network shape from its env (which must have discrete
@@ -54,14 +60,16 @@ class DqnUpdater {
   DqnUpdater(const UpdaterOptions& options, torch::Device device);
 
   // Loss and gradients of `batch`; the loss is divided by `normaliser` (the
-  // global batch size, so summing gradients across ranks gives the mean).
+  // global batch size, so summing gradients across ranks gives the mean). By
+  // FastDqnGradients on the CPU unless options().autograd, else by autograd.
   DqnLoss ComputeGradients(const DqnBatch& batch, double normaliser);
   // Replaces the gradients with num_parameters() floats in parameter order.
   void UnpackGradients(const float* in);
   // Sets the learning rate for `env_steps` steps taken so far (options' linear schedule).
   void ScheduleLearningRate(int64_t env_steps);
   double learning_rate();
-  // Clipped Adam step; copies online -> target every target_update_period.
+  // Clipped Adam step (fused where the gradients are: learner/fused_adam.h); copies
+  // online -> target every target_update_period.
   void ApplyGradients();
 
   // CRC32C of the online network's parameter bytes: equal on two ranks exactly when
@@ -83,6 +91,7 @@ class DqnUpdater {
   models::QNetwork online_;
   models::QNetwork target_;
   torch::optim::Adam optimizer_;
+  std::optional<FastDqnGradients> fast_;  // Set where the update runs without autograd.
   int64_t updates_ = 0;
 };
 

@@ -12,19 +12,6 @@
 namespace ferry::models {
 namespace {
 
-// The Fortran BLAS entry point, declared as LibTorch's cpublas declares it.
-using SgemmFn = void (*)(const char* transa, const char* transb, const int* m, const int* n,
-                         const int* k, const float* alpha, const float* a, const int* lda,
-                         const float* b, const int* ldb, const float* beta, float* c,
-                         const int* ldc);
-
-// Looked up in the global scope, where libtorch_cpu's own reference to sgemm_
-// was bound, rather than linked: the build links LibTorch, not a BLAS.
-SgemmFn Sgemm() {
-  static const SgemmFn sgemm = reinterpret_cast<SgemmFn>(dlsym(RTLD_DEFAULT, "sgemm_"));
-  return sgemm;
-}
-
 // torch::relu is clamp_min(x, 0), whose vector kernel is max_ps(0, x): x when
 // 0 > x is false, so -0 and NaN pass unchanged. The same instruction here.
 void Relu(float* x, size_t size) {
@@ -36,7 +23,30 @@ void Relu(float* x, size_t size) {
 
 }  // namespace
 
-bool FastMlp::Available() { return Sgemm() != nullptr; }
+// Looked up in the global scope, where libtorch_cpu's own reference to sgemm_
+// was bound, rather than linked: the build links LibTorch, not a BLAS.
+SgemmFn BlasSgemm() {
+  static const SgemmFn sgemm = reinterpret_cast<SgemmFn>(dlsym(RTLD_DEFAULT, "sgemm_"));
+  return sgemm;
+}
+
+void LinearForward(const float* weight, const float* bias, int in, int out, const float* x,
+                   int batch, bool relu, float* y) {
+  for (int row = 0; row < batch; ++row) {
+    std::memcpy(y + static_cast<size_t>(row) * out, bias, out * sizeof(float));
+  }
+  // In BLAS's column-major terms y^T [out, B] += W [out, in] x^T [in, B]: the
+  // row-major weight reads as [in, out], hence 'T'; the row-major input as
+  // [in, B]. LibTorch's addmm reaches this call by swapping its operands to
+  // write a row-major result.
+  const char transpose = 'T', no_transpose = 'N';
+  const float one = 1.f;
+  BlasSgemm()(&transpose, &no_transpose, &out, &batch, &in, &one, weight, &in, x, &in, &one, y,
+              &out);
+  if (relu) Relu(y, static_cast<size_t>(batch) * out);
+}
+
+bool FastMlp::Available() { return BlasSgemm() != nullptr; }
 
 FastMlp::FastMlp(QNetworkImpl& net) {
   FERRY_CHECK(Available());
@@ -77,8 +87,6 @@ void FastMlp::SwapWeights(FastMlp& other) {
 
 const float* FastMlp::Forward(const float* obs, int batch) {
   FERRY_CHECK(batch >= 1);
-  const char transpose = 'T', no_transpose = 'N';
-  const float one = 1.f;
   const float* x = obs;
   for (size_t l = 0; l < layers_.size(); ++l) {
     const Layer& layer = layers_[l];
@@ -88,18 +96,8 @@ const float* FastMlp::Forward(const float* obs, int batch) {
       activations = torch::empty({size}, torch::kFloat32);
     }
     float* y = activations.data_ptr<float>();
-    const float* bias = layer.bias.data_ptr<float>();
-    for (int row = 0; row < batch; ++row) {
-      std::memcpy(y + static_cast<size_t>(row) * layer.out, bias, layer.out * sizeof(float));
-    }
-    // In BLAS's column-major terms y^T [out, B] += W [out, in] x^T [in, B]: the
-    // row-major weight reads as [in, out], hence 'T'; the row-major input as
-    // [in, B]. LibTorch's addmm reaches this call by swapping its operands to
-    // write a row-major result.
-    const int m = layer.out, n = batch, k = layer.in;
-    Sgemm()(&transpose, &no_transpose, &m, &n, &k, &one, layer.weight.data_ptr<float>(), &k, x, &k,
-            &one, y, &m);
-    if (l + 1 < layers_.size()) Relu(y, size);
+    LinearForward(layer.weight.data_ptr<float>(), layer.bias.data_ptr<float>(), layer.in, layer.out,
+                  x, batch, /*relu=*/l + 1 < layers_.size(), y);
     x = y;
   }
   return x;

@@ -66,6 +66,20 @@ class FastMlp {
   torch::Tensor activations_[2];  // Layer l writes activations_[l % 2]; grown, never shrunk.
 };
 
+// The Fortran BLAS sgemm_ that LibTorch's CPU kernels call, as LibTorch's cpublas declares it,
+// found at run time; null when the process has none (a LibTorch built on MKL).
+using SgemmFn = void (*)(const char* transa, const char* transb, const int* m, const int* n,
+                         const int* k, const float* alpha, const float* a, const int* lda,
+                         const float* b, const int* ldb, const float* beta, float* c,
+                         const int* ldc);
+SgemmFn BlasSgemm();
+
+// One layer of the forward pass as LibTorch's CPU Linear computes it, to the bit: y [batch, out]
+// = x [batch, in] W^T + b for a row-major weight [out, in], then, with `relu`, max(0, y) by the
+// instruction torch::relu uses. `y` must not overlap `x`.
+void LinearForward(const float* weight, const float* bias, int in, int out, const float* x,
+                   int batch, bool relu, float* y);
+
 // Whether fast.Forward gives exactly the bits of net->forward on `batch`
 // observations drawn from N(0, 1) with `seed` (and a few set to 0 and -0).
 bool ForwardMatchesLibTorch(QNetworkImpl& net, FastMlp& fast, int batch, uint64_t seed);

@@ -1,0 +1,25 @@
+// torch::nn::utils::clip_grad_norm_ followed by torch::optim::Adam::step, in one pass
+// over each parameter instead of a dozen LibTorch ops per tensor: for the 67k
+// parameters of a 256x256 MLP the ops' dispatch was most of the step (0.18 ms of it;
+// docs/BENCHMARKS.md, "The learner's update without autograd").
+//
+//   norm = sqrt(sum of every gradient squared)    scale = min(1, max_norm / (norm + 1e-6))
+//   per value: g *= scale; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2
+//              p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+//
+// It reads and writes the optimizer's own state (moments, step count) under the keys
+// Adam::step uses, so the two steps can take turns and checkpoints do not tell which ran.
+// Values agree with LibTorch's to float rounding. For float32 CPU parameters and Adam
+// without weight decay or AMSGrad (c10::Error otherwise).
+#ifndef FERRY_LEARNER_FUSED_ADAM_H_
+#define FERRY_LEARNER_FUSED_ADAM_H_
+
+#include <torch/torch.h>
+
+namespace ferry::learner {
+
+void ClipAndStep(torch::optim::Adam& optimizer, double max_grad_norm);
+
+}  // namespace ferry::learner
+
+#endif  // FERRY_LEARNER_FUSED_ADAM_H_
