@@ -427,7 +427,9 @@ void UpdateBench(const Settings& s, const SgemmRates& sgemm) {
   std::vector<UpdateConfig> configs = {{1, 1, Algorithm::kAuto},
                                        {1, 1, Algorithm::kAuto, false, /*autograd=*/true}};
   if (ranks > 1) {
-    configs.push_back({1, ranks, Algorithm::kAuto});
+    // LibTorch's path: ferry's calls one BLAS thread (OPENBLAS_NUM_THREADS=1) whatever
+    // LibTorch's pool holds.
+    configs.push_back({1, ranks, Algorithm::kAuto, false, /*autograd=*/true});
     configs.push_back({ranks, 1, Algorithm::kSharedMemory});
     configs.push_back({ranks, 1, Algorithm::kMpi});
     configs.push_back({ranks, 1, Algorithm::kSharedMemory, /*overlap=*/true});
