@@ -1,7 +1,7 @@
 // torch::nn::utils::clip_grad_norm_ followed by torch::optim::Adam::step, in one pass
-// over each parameter instead of a dozen LibTorch ops per tensor: for the 67k
-// parameters of a 256x256 MLP the ops' dispatch was most of the step (0.18 ms of it;
-// docs/BENCHMARKS.md, "The learner's update without autograd").
+// over each parameter instead of a dozen LibTorch ops per tensor, whose dispatch was
+// most of the step: 0.05 ms for the 67k parameters of a 256x256 MLP against 0.16 ms
+// (one core; docs/BENCHMARKS.md, "Updates per second", has the whole update).
 //
 //   norm = sqrt(sum of every gradient squared)    scale = min(1, max_norm / (norm + 1e-6))
 //   per value: g *= scale; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2
