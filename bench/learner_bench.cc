@@ -388,6 +388,7 @@ class UpdateLoop {
   int64_t parameters() { return updater_.num_parameters(); }
   std::string_view algorithm() const { return AlgorithmName(reducer_.algorithm()); }
   size_t buckets() const { return reducer_.num_buckets(); }
+  bool autograd() const { return updater_.autograd(); }
 
  private:
   static learner::UpdaterOptions Options(const ModelSpec& spec, const UpdateConfig& config) {
@@ -483,7 +484,7 @@ void UpdateBench(const Settings& s, const SgemmRates& sgemm) {
           .Add("threads_per_rank", config.threads)
           .Add("allreduce", std::string(loops[c]->algorithm()))
           .Add("overlap", config.overlap)
-          .Add("autograd", config.autograd || config.overlap)
+          .Add("autograd", loops[c]->autograd())
           .Add("buckets", static_cast<int64_t>(loops[c]->buckets()));
       AddSpread(line, "updates_per_s", figures[c].wall, 1);
       line.Add("r1_updates_per_s", baseline)

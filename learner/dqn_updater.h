@@ -78,6 +78,8 @@ class DqnUpdater {
   uint32_t ParameterChecksum();
   int64_t num_parameters() { return models::ParameterCount(*online_); }
   int64_t updates() const { return updates_; }
+  // Whether the update runs through LibTorch's autograd and optimizer (not FastDqnGradients).
+  bool autograd() const { return !fast_.has_value(); }
   models::QNetwork& online() { return online_; }
   models::QNetwork& target() { return target_; }
   const UpdaterOptions& options() const { return options_; }

@@ -42,12 +42,13 @@ float* Grow(torch::Tensor& scratch, int64_t size) {
   return scratch.data_ptr<float>();
 }
 
-// The network's output [batch, out of the last layer] on x, in one of `buffers`.
-const float* Forward(const std::vector<Layer>& layers, const float* x, int batch,
-                     torch::Tensor (&buffers)[2]) {
+// The network's output [batch, out of the last layer] on x; layer l writes its output into
+// buffer(l).
+template <typename Buffer>
+const float* Forward(const std::vector<Layer>& layers, const float* x, int batch, Buffer buffer) {
   for (size_t l = 0; l < layers.size(); ++l) {
     const Layer& layer = layers[l];
-    float* y = Grow(buffers[l % 2], static_cast<int64_t>(batch) * layer.out);
+    float* y = Grow(buffer(l), static_cast<int64_t>(batch) * layer.out);
     models::LinearForward(layer.weight, layer.bias, layer.in, layer.out, x, batch,
                           /*relu=*/l + 1 < layers.size(), y);
     x = y;
@@ -126,17 +127,15 @@ DqnLoss FastDqnGradients::Compute(models::QNetworkImpl& online, models::QNetwork
 
   // Forward: the online network on obs keeping every layer's output, then next_obs.
   outputs_.resize(depth);
-  const float* x = obs.data_ptr<float>();
-  for (size_t l = 0; l < depth; ++l) {
-    float* y = Grow(outputs_[l], static_cast<int64_t>(rows) * layers[l].out);
-    models::LinearForward(layers[l].weight, layers[l].bias, layers[l].in, layers[l].out, x, rows,
-                          /*relu=*/l + 1 < depth, y);
-    x = y;
-  }
-  const float* q_all = x;
-  const float* q_target = Forward(target_layers, next_obs.data_ptr<float>(), rows, target_next_);
+  const float* q_all = Forward(layers, obs.data_ptr<float>(), rows,
+                               [this](size_t l) -> torch::Tensor& { return outputs_[l]; });
+  const float* q_target =
+      Forward(target_layers, next_obs.data_ptr<float>(), rows,
+              [this](size_t l) -> torch::Tensor& { return target_next_[l % 2]; });
   const float* q_online_next =
-      double_dqn ? Forward(layers, next_obs.data_ptr<float>(), rows, online_next_) : nullptr;
+      double_dqn ? Forward(layers, next_obs.data_ptr<float>(), rows,
+                           [this](size_t l) -> torch::Tensor& { return online_next_[l % 2]; })
+                 : nullptr;
 
   // Loss, TD errors and d loss / d Q, which is nonzero only at each row's action.
   torch::Tensor td = torch::empty({rows}, torch::kFloat32);
