@@ -154,7 +154,7 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
       core::Log("resumed from %s at update %lld", loaded->c_str(),
                 static_cast<long long>(updater.updates()));
     }
-    // A best policy saved after the checkpoint still counts: a later evaluation must beat it.
+    // A best policy saved after the checkpoint still counts: a later evaluation must match it.
     models::QNetwork probe(options->obs_dim, options->num_actions, options->hidden);
     PolicyInfo best;
     if (LoadPolicy(BestPolicyPath(checkpoint_dir), probe, &best).ok()) {

@@ -82,7 +82,10 @@ Status RecordEvaluation(const FinishedEval& done, const std::string& checkpoint_
                         double* best_eval, core::MetricsWriter& metrics) {
   if (!done.result.ok()) return done.result.status();
   const EvalResult& eval = *done.result;
-  if (eval.mean_return > *best_eval) {
+  // A tie goes to the later policy: trained on more data, and on an env whose return has a
+  // ceiling (CartPole's 500) the first policy to touch it on the evaluation's start states is
+  // often a lucky early one.
+  if (eval.mean_return >= *best_eval) {
     *best_eval = eval.mean_return;
     const Status saved = SavePolicy(*done.policy, {done.updates, done.env_steps, eval.mean_return},
                                     BestPolicyPath(checkpoint_dir));

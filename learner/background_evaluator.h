@@ -84,8 +84,8 @@ class BackgroundEvaluator {
 
 // What a run does with a finished periodic evaluation: writes its metrics record and log line,
 // and keeps the evaluated copy as the run's best policy (BestPolicyPath(checkpoint_dir)) when
-// its return beats *best_eval, which then becomes that return. Returns the evaluation's own
-// error when it failed.
+// its return equals or beats *best_eval, which then becomes that return. Returns the evaluation's
+// own error when it failed.
 Status RecordEvaluation(const FinishedEval& done, const std::string& checkpoint_dir,
                         double* best_eval, core::MetricsWriter& metrics);
 

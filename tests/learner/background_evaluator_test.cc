@@ -3,8 +3,11 @@
 #include <torch/torch.h>
 // After LibTorch: the glog it includes defines CHECK too, and doctest's must win.
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -105,6 +108,41 @@ TEST_CASE("a background evaluation that cannot run returns its error") {
   REQUIRE(done);
   CHECK_FALSE(done->result.ok());
   CHECK(done->result.status().message().find("NoSuchEnv-v0") != std::string::npos);
+}
+
+FinishedEval Finished(models::QNetwork& policy, int64_t updates, double mean_return) {
+  FinishedEval done;
+  done.updates = updates;
+  done.env_steps = updates * 10;
+  EvalResult result;
+  result.mean_return = mean_return;
+  result.episodes = 5;
+  done.result = result;
+  done.policy = &policy;
+  return done;
+}
+
+TEST_CASE("the best policy is the latest at the highest return: a tie goes to the later one") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("ferry-best-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  models::QNetwork early = SeededNet(5), worse = SeededNet(6), later = SeededNet(7);
+  core::MetricsWriter metrics;  // Not opened: records go nowhere.
+  double best = -INFINITY;
+  REQUIRE(RecordEvaluation(Finished(early, 100, 500.0), dir.string(), &best, metrics).ok());
+  REQUIRE(RecordEvaluation(Finished(worse, 200, 120.0), dir.string(), &best, metrics).ok());
+  CHECK(best == 500.0);
+  REQUIRE(RecordEvaluation(Finished(later, 300, 500.0), dir.string(), &best, metrics).ok());
+  CHECK(best == 500.0);
+
+  models::QNetwork loaded = SeededNet(8);
+  PolicyInfo info;
+  REQUIRE(LoadPolicy(BestPolicyPath(dir.string()), loaded, &info).ok());
+  CHECK(info.updates == 300);
+  CHECK(info.eval_return == 500.0);
+  CHECK(SameParameters(loaded, Parameters(later)));
+  fs::remove_all(dir);
 }
 
 }  // namespace
