@@ -13,6 +13,12 @@ size_t ControlFloats(int slots) {
   return (static_cast<size_t>(slots) + kLineFloats - 1) / kLineFloats * kLineFloats;
 }
 
+int CommSize(MPI_Comm comm) {
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  return size;
+}
+
 size_t BufferFloats(const std::vector<torch::Tensor>& parameters, int control_slots) {
   size_t floats = ControlFloats(control_slots);
   for (const auto& p : parameters) floats += static_cast<size_t>(p.numel());
@@ -24,7 +30,8 @@ size_t BufferFloats(const std::vector<torch::Tensor>& parameters, int control_sl
 GradientReducer::GradientReducer(std::vector<torch::Tensor> parameters, MPI_Comm comm,
                                  const GradientReducerOptions& options)
     : parameters_(std::move(parameters)),
-      overlap_(options.overlap),
+      ranks_(CommSize(comm)),
+      overlap_(options.overlap && ranks_ > 1),
       control_floats_(ControlFloats(options.control_slots)),
       filled_(parameters_.size(), 0),
       allreducer_(comm, options.algorithm, linalg::Allreducer::kDefaultChunkBytes,
@@ -90,6 +97,7 @@ void GradientReducer::StartReadyBuckets() {
 
 void GradientReducer::Reduce(bool have_gradients) {
   armed_ = false;
+  if (!sums_gradients()) return;
   for (size_t i = 0; i < parameters_.size(); ++i) {
     if (!filled_[i]) Fill(i, have_gradients ? parameters_[i].grad() : torch::Tensor());
   }

@@ -17,6 +17,10 @@
 // the same order on every rank, and a rank without a batch starts them with zeros, so the
 // ranks' collectives always match.
 //
+// On one rank the sum is the rank's own: Reduce copies nothing and the gradients stay in the
+// parameters' grads (sums_gradients() is false), which saves two copies of every gradient per
+// update; the control slots read back as written.
+//
 // Used from the learner's thread; the parameters must outlive the reducer.
 #ifndef FERRY_LEARNER_GRADIENT_REDUCER_H_
 #define FERRY_LEARNER_GRADIENT_REDUCER_H_
@@ -55,6 +59,9 @@ class GradientReducer {
   void Reduce(bool have_gradients);
 
   float* control() { return allreducer_.buffer(); }
+  // Whether there is more than one rank to sum over; when not, gradients() holds nothing and
+  // the parameters' grads are the sum.
+  bool sums_gradients() const { return ranks_ > 1; }
   // The summed gradients, in parameter order (what DqnUpdater::UnpackGradients reads).
   const float* gradients() { return allreducer_.buffer() + control_floats_; }
   linalg::Allreducer::Algorithm algorithm() const { return allreducer_.algorithm(); }
@@ -71,6 +78,7 @@ class GradientReducer {
   void StartReadyBuckets();
 
   std::vector<torch::Tensor> parameters_;
+  int ranks_;
   bool overlap_;
   size_t control_floats_;
   std::vector<size_t> offsets_;    // Each parameter's first float in the buffer.

@@ -1,10 +1,12 @@
 // The learner's gradient reduction: every algorithm, with and without overlap, in one bucket or
-// many, gives every rank the sum of all ranks' gradients and control slots.
+// many, gives every rank the sum of all ranks' gradients and control slots; one rank copies
+// nothing.
 #include <torch/torch.h>
 // After LibTorch: the glog it includes defines CHECK too, and doctest's must win.
 #include <doctest/doctest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -59,6 +61,25 @@ bool SameOnEveryRank(const float* data, size_t count) {
   return same == 1;
 }
 
+// The reduced gradients, in parameter order: the reducer's buffer, or on one rank the
+// parameters' own grads (zeros where no backward ran).
+std::vector<float> Summed(GradientReducer& reducer, models::QNetwork& net) {
+  const size_t floats = static_cast<size_t>(models::ParameterCount(*net));
+  if (reducer.sums_gradients()) {
+    return std::vector<float>(reducer.gradients(), reducer.gradients() + floats);
+  }
+  std::vector<float> out;
+  for (auto& p : net->parameters()) {
+    if (!p.grad().defined()) {
+      out.insert(out.end(), static_cast<size_t>(p.numel()), 0.f);
+      continue;
+    }
+    const torch::Tensor g = p.grad().contiguous().view({-1});
+    out.insert(out.end(), g.data_ptr<float>(), g.data_ptr<float>() + g.numel());
+  }
+  return out;
+}
+
 // One reduction step with `options`; rank `without_data` contributes no gradients.
 std::vector<float> ReduceOnce(const GradientReducerOptions& options, int without_data,
                               size_t* buckets) {
@@ -75,8 +96,7 @@ std::vector<float> ReduceOnce(const GradientReducerOptions& options, int without
   reducer.Reduce(have_data);
   CHECK(reducer.control()[0] == static_cast<float>(Ranks() * (Ranks() + 1) / 2));
   CHECK(reducer.control()[1] == (without_data < Ranks() ? 1.f : 0.f));
-  const size_t floats = static_cast<size_t>(models::ParameterCount(*net));
-  return std::vector<float>(reducer.gradients(), reducer.gradients() + floats);
+  return Summed(reducer, net);
 }
 
 TEST_CASE("every algorithm, overlapped or not, in one bucket or many, sums all ranks' gradients") {
@@ -132,12 +152,35 @@ TEST_CASE("hooks ignore a backward pass that was not announced") {
   reducer.control()[0] = 0;
   reducer.Reduce(true);
   const std::vector<double> expected = SerialSum(Ranks());
+  const std::vector<float> got = Summed(reducer, net);
   size_t wrong = 0;
   for (size_t i = 0; i < expected.size(); ++i) {
-    wrong +=
-        !(std::abs(reducer.gradients()[i] - expected[i]) <= 1e-5 * (1 + std::abs(expected[i])));
+    wrong += !(std::abs(got[i] - expected[i]) <= 1e-5 * (1 + std::abs(expected[i])));
   }
   CHECK(wrong == 0);
+}
+
+TEST_CASE("on one rank the reducer copies nothing: the gradients stay where backward left them") {
+  models::QNetwork net = Network();
+  GradientReducerOptions options;
+  options.overlap = true;
+  options.control_slots = 1;
+  GradientReducer reducer(net->parameters(), MPI_COMM_WORLD, options);
+  CHECK(reducer.sums_gradients() == (Ranks() > 1));
+  if (Ranks() > 1) return;  // The sums are the test case above's.
+  reducer.BeginBackward();
+  Loss(net, 0).backward();
+  std::vector<torch::Tensor> before;
+  for (const auto& p : net->parameters()) before.push_back(p.grad().clone());
+  reducer.control()[0] = 5.f;
+  reducer.Reduce(true);
+  CHECK(reducer.control()[0] == 5.f);
+  const auto params = net->parameters();
+  for (size_t i = 0; i < params.size(); ++i) CHECK(torch::equal(params[i].grad(), before[i]));
+  // Neither the hooks nor Reduce wrote a gradient into the buffer.
+  const size_t floats = static_cast<size_t>(models::ParameterCount(*net));
+  CHECK(std::all_of(reducer.gradients(), reducer.gradients() + floats,
+                    [](float v) { return v == 0.f; }));
 }
 
 }  // namespace
