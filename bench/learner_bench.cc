@@ -363,7 +363,7 @@ class UpdateLoop {
     const double t1 = core::NowSeconds();
     reducer_.Reduce(/*have_gradients=*/true);
     const double t2 = core::NowSeconds();
-    if (reducer_.sums_gradients()) updater_.UnpackGradients(reducer_.gradients());
+    updater_.UnpackGradients(reducer_);
     updater_.ApplyGradients();
     const double t3 = core::NowSeconds();
     phases_.compute_ms += 1e3 * (t1 - t0);

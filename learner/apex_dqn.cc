@@ -297,7 +297,7 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
     }
     if (control[kMissingData] > 0) continue;  // Skipped on every rank alike.
 
-    if (reducer.sums_gradients()) updater.UnpackGradients(reducer.gradients());
+    updater.UnpackGradients(reducer);
     updater.ScheduleLearningRate(static_cast<int64_t>(control[kEnvSteps]));
     updater.ApplyGradients();
     const int64_t updates = updater.updates();

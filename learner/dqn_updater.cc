@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "envs/env.h"
 #include "learner/fused_adam.h"
+#include "learner/gradient_reducer.h"
 
 namespace ferry::learner {
 
@@ -126,7 +127,9 @@ DqnLoss DqnUpdater::ComputeGradients(const DqnBatch& batch, double normaliser) {
   return loss;
 }
 
-void DqnUpdater::UnpackGradients(const float* in) {
+void DqnUpdater::UnpackGradients(GradientReducer& reducer) {
+  if (!reducer.sums_gradients()) return;
+  const float* in = reducer.gradients();
   for (auto& p : online_->parameters()) {
     torch::Tensor src = torch::from_blob(const_cast<float*>(in), p.sizes(), torch::kFloat32);
     if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);

@@ -1,7 +1,7 @@
 // The learner's trainable state and its update step, apart from any transport.
 //
 //   ComputeGradients(batch) -> [sum across ranks: learner/gradient_reducer.h]
-//   -> UnpackGradients(summed) -> ApplyGradients(): clip, Adam, target sync
+//   -> UnpackGradients(reducer) -> ApplyGradients(): clip, Adam, target sync
 //
 // Everything a resumed run needs (online and target networks, Adam moments,
 // update count, torch RNG state, the run's counters) is saved and loaded as one
@@ -26,6 +26,8 @@
 #include "models/q_network.h"
 
 namespace ferry::learner {
+
+class GradientReducer;
 
 struct UpdaterOptions {
   int obs_dim = 0;
@@ -63,8 +65,9 @@ class DqnUpdater {
   // global batch size, so summing gradients across ranks gives the mean). By
   // FastDqnGradients on the CPU unless options().autograd, else by autograd.
   DqnLoss ComputeGradients(const DqnBatch& batch, double normaliser);
-  // Replaces the gradients with num_parameters() floats in parameter order.
-  void UnpackGradients(const float* in);
+  // Replaces the gradients with the sums `reducer` reduced; on one rank, where the reducer
+  // leaves them in the grads, there is nothing to do.
+  void UnpackGradients(GradientReducer& reducer);
   // Sets the learning rate for `env_steps` steps taken so far (options' linear schedule).
   void ScheduleLearningRate(int64_t env_steps);
   double learning_rate();
