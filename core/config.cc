@@ -326,6 +326,7 @@ const std::vector<Field>& Fields() {
           &LearnerOptions::checkpoint_period_seconds, Above(0)),
       Key("learner.checksum_period", &C::learner, &LearnerOptions::checksum_period, AtLeast(1)),
       Key("learner.update_cpu", &C::learner, &LearnerOptions::update_cpu, AtLeast(-1)),
+      Key("learner.target_ahead", &C::learner, &LearnerOptions::target_ahead),
       Key("learner.allreduce", &C::learner, &LearnerOptions::allreduce,
           OneOf({"auto", "mpi", "shared_memory"})),
       Key("learner.overlap_allreduce", &C::learner, &LearnerOptions::overlap_allreduce),

@@ -101,6 +101,9 @@ struct LearnerOptions {
   // CPUs online) alone, the rest of the run on the other CPUs (core/cpu_affinity.h); -1: the
   // kernel places every thread.
   int update_cpu = -1;
+  // The target network's Q-values of each batch computed on the sampling thread, ahead of the
+  // update (learner/target_ahead.h); only where the update runs without autograd.
+  bool target_ahead = true;
   // Gradient allreduce (learner/gradient_reducer.h): auto | mpi | shared_memory; with
   // overlap_allreduce, buckets of bucket_bytes are reduced while backward runs.
   std::string allreduce = "auto";

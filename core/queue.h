@@ -52,6 +52,11 @@ class BoundedQueue {
     not_empty_.notify_all();
   }
 
+  size_t size() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return items_.size();
+  }
+
   bool closed() const {
     std::lock_guard<std::mutex> lock(mu_);
     return closed_;

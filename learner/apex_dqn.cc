@@ -19,6 +19,7 @@
 #include "learner/gradient_reducer.h"
 #include "learner/ls_refit.h"
 #include "learner/prefetcher.h"
+#include "learner/target_ahead.h"
 #include "paramserver/client.h"
 
 namespace ferry::learner {
@@ -26,30 +27,6 @@ namespace {
 
 // Control slots in the fused gradient buffer (GradientReducer::control).
 enum Control : int { kEndCode = 0, kSignalled, kMissingData, kLossSum, kEnvSteps, kNumControl };
-
-// Column c of the batch in a tensor of its own (the one copy of the received rows).
-torch::Tensor Column(const replay::SampledBatch& s, size_t c, int per_row, torch::Dtype dtype) {
-  std::vector<int64_t> shape = {s.count};
-  if (per_row > 1) shape.push_back(per_row);
-  torch::Tensor column = torch::empty(shape, dtype);
-  s.CopyColumn(c, column.data_ptr());
-  return column;
-}
-
-DqnBatch ToTensors(const replay::SampledBatch& s, int obs_dim, const torch::Device& device) {
-  DqnBatch b;
-  const int n = s.count;
-  b.obs = Column(s, core::kObs, obs_dim, torch::kFloat32).view({n, obs_dim});
-  b.next_obs = Column(s, core::kNextObs, obs_dim, torch::kFloat32).view({n, obs_dim});
-  b.action = Column(s, core::kAction, 1, torch::kInt32).to(torch::kInt64);
-  b.reward = Column(s, core::kReward, 1, torch::kFloat32);
-  b.discount = Column(s, core::kDiscount, 1, torch::kFloat32);
-  b.weights = torch::from_blob(const_cast<float*>(s.weights.data()), {n}).clone();
-  for (torch::Tensor* t : {&b.obs, &b.next_obs, &b.action, &b.reward, &b.discount, &b.weights}) {
-    *t = t->to(device);
-  }
-  return b;
-}
 
 // The policy lag of the data trained on, (learner version - policy version) per transition,
 // over one report interval: a uniform reservoir of up to kKeep lags of rank 0's batches.
@@ -206,10 +183,16 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
 
   const int global_batch = config.learner.batch_size;
   const int local_batch = global_batch / ranks + (rank < global_batch % ranks ? 1 : 0);
+  // The target network's forward pass on the sampling thread (learner/target_ahead.h), where
+  // the update runs without autograd.
+  std::unique_ptr<TargetAhead> ahead;
+  if (config.learner.target_ahead && !updater.autograd() && TargetAhead::Available()) {
+    ahead = std::make_unique<TargetAhead>(*updater.target(), updater.target_version());
+  }
   Prefetcher prefetcher(context, core::ReplayEndpoints(config),
                         core::TransitionSchema(obs_dim, true, 1), 1000 + rank,
                         config.seed * 104729ull + rank + updater.updates(), local_batch,
-                        config.replay.beta, /*depth=*/2);
+                        config.replay.beta, /*depth=*/2, device, ahead.get());
   GradientReducerOptions reducer_options;
   reducer_options.algorithm = *linalg::ParseAlgorithm(config.learner.allreduce);
   reducer_options.overlap = config.learner.overlap_allreduce;
@@ -238,6 +221,8 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
   int64_t updates_at_report = updater.updates(), steps_at_report = counters.env_steps;
   double loss_acc = 0;
   int loss_count = 0;
+  int ahead_count = 0;  // Batches of the report interval whose target values came ahead.
+  int64_t applied_total = 0, ahead_total = 0;  // The same over the whole session.
   LagStats lags;
   int64_t replay_size = 0;
   RunEnd end = RunEnd::kStopped;
@@ -248,16 +233,16 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
     const double t1 = core::NowSeconds();
     wait_replay += t1 - t0;
     const bool have_data = sampled.ok();
+    const bool came_ahead = have_data && sampled->batch.target_version == updater.target_version();
     torch::Tensor td;
     float local_loss = 0;
     if (have_data) {
-      counters.env_steps = sampled->inserted_total;
-      rate_limited += sampled->wait_seconds;
-      replay_size = sampled->global_size;
-      if (rank == 0) lags.Add(*sampled, updater.updates());
+      counters.env_steps = sampled->sampled.inserted_total;
+      rate_limited += sampled->sampled.wait_seconds;
+      replay_size = sampled->sampled.global_size;
+      if (rank == 0) lags.Add(sampled->sampled, updater.updates());
       reducer.BeginBackward();
-      DqnLoss loss = updater.ComputeGradients(ToTensors(*sampled, obs_dim, device),
-                                              static_cast<double>(global_batch));
+      DqnLoss loss = updater.ComputeGradients(sampled->batch, static_cast<double>(global_batch));
       td = loss.td.to(torch::kCPU);
       local_loss = loss.loss.item<float>();
     } else if (!stop.load()) {
@@ -300,15 +285,21 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
     updater.UnpackGradients(reducer);
     updater.ScheduleLearningRate(static_cast<int64_t>(control[kEnvSteps]));
     updater.ApplyGradients();
+    if (ahead && updater.updates() % options->target_update_period == 0) {
+      ahead->Publish(*updater.target(), updater.target_version());
+    }
     const int64_t updates = updater.updates();
     loss_acc += control[kLossSum];
     ++loss_count;
+    ahead_count += came_ahead ? 1 : 0;
+    ++applied_total;
+    ahead_total += came_ahead ? 1 : 0;
     std::vector<float> priorities(td.numel());
     const float* td_data = td.data_ptr<float>();
     for (size_t i = 0; i < priorities.size(); ++i) {
       priorities[i] = std::abs(td_data[i]) + static_cast<float>(config.replay.priority_epsilon);
     }
-    prefetcher.UpdatePriorities(*sampled, std::move(priorities));
+    prefetcher.UpdatePriorities(sampled->sampled, std::move(priorities));
     if (updates % config.learner.checksum_period == 0) {
       FERRY_RETURN_IF_ERROR(CheckParametersAgree(updater, comm));
     }
@@ -317,7 +308,7 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
       const int wanted = std::max(1, config.learner.lsdqn_samples / ranks / local_batch);
       for (int i = 0; i < wanted; ++i) {
         auto extra = prefetcher.Next(/*timeout_seconds=*/5.0);
-        if (extra.ok()) refit_batches.push_back(ToTensors(*extra, obs_dim, device));
+        if (extra.ok()) refit_batches.push_back(std::move(extra->batch));
       }
       auto refit = RefitHead(updater, refit_batches, config.learner.lsdqn_lambda,
                              config.learner.lsdqn_solver, comm);
@@ -363,6 +354,8 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
                         .Add("updates_per_s", (updates - updates_at_report) / dt)
                         .Add("env_steps_per_s", (counters.env_steps - steps_at_report) / dt)
                         .Add("loss", loss_count ? loss_acc / loss_count : NAN)
+                        .Add("target_ahead_share",
+                             loss_count ? static_cast<double>(ahead_count) / loss_count : NAN)
                         .Add("learning_rate", updater.learning_rate())
                         .Add("replay_size", static_cast<double>(replay_size))
                         .Add("policy_lag_median", lags.Quantile(0.5))
@@ -379,6 +372,7 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
       steps_at_report = counters.env_steps;
       loss_acc = 0;
       loss_count = 0;
+      ahead_count = 0;
       lags.Clear();
     }
   }
@@ -395,7 +389,9 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
     record.Add("time", counters.elapsed_seconds)
         .Add("updates", static_cast<double>(updater.updates()))
         .Add("env_steps", static_cast<double>(counters.env_steps))
-        .Add("best_eval_return", counters.best_eval);
+        .Add("best_eval_return", counters.best_eval)
+        .Add("target_ahead_share",
+             applied_total ? static_cast<double>(ahead_total) / applied_total : NAN);
     if (end != RunEnd::kStopped) {
       FERRY_RETURN_IF_ERROR(
           AddFinalEvaluations(config, *options, updater.online(), checkpoint_dir, &record));

@@ -16,6 +16,11 @@ namespace ferry::learner {
 
 struct DqnBatch {
   torch::Tensor obs, action, reward, discount, next_obs, weights;  // action: int64 [B]
+  // Optional: the target network's Q-values of next_obs [B, actions], computed ahead of the
+  // update (learner/target_ahead.h) by the target network of `target_version`
+  // (DqnUpdater::target_version()); undefined when not.
+  torch::Tensor target_next_q;
+  int64_t target_version = -1;
 };
 
 struct DqnLoss {

@@ -117,8 +117,19 @@ DqnUpdater::DqnUpdater(const UpdaterOptions& options, torch::Device device)
 
 DqnLoss DqnUpdater::ComputeGradients(const DqnBatch& batch, double normaliser) {
   if (fast_) {
+    const float* ahead = nullptr;
+    if (batch.target_next_q.defined() && batch.target_version == target_version()) {
+      TORCH_CHECK(batch.target_next_q.sizes() ==
+                          torch::IntArrayRef({batch.obs.size(0), options_.num_actions}) &&
+                      batch.target_next_q.is_contiguous() &&
+                      batch.target_next_q.scalar_type() == torch::kFloat32,
+                  "target values computed ahead of shape ", batch.target_next_q.sizes(),
+                  " for a batch of ", batch.obs.size(0), " rows and ", options_.num_actions,
+                  " actions");
+      ahead = batch.target_next_q.data_ptr<float>();
+    }
     return fast_->Compute(*online_, *target_, batch, options_.double_dqn, options_.huber_delta,
-                          normaliser);
+                          normaliser, ahead);
   }
   DqnLoss loss = (options_.double_dqn ? DoubleDqnLoss : DqnMaxLoss)(
       online_, target_, batch, options_.huber_delta, normaliser);

@@ -63,7 +63,9 @@ class DqnUpdater {
 
   // Loss and gradients of `batch`; the loss is divided by `normaliser` (the
   // global batch size, so summing gradients across ranks gives the mean). By
-  // FastDqnGradients on the CPU unless options().autograd, else by autograd.
+  // FastDqnGradients on the CPU unless options().autograd, else by autograd. The batch's
+  // target_next_q replaces the target network's forward pass where it was computed by this
+  // target_version(); values of an earlier target network are ignored.
   DqnLoss ComputeGradients(const DqnBatch& batch, double normaliser);
   // Replaces the gradients with the sums `reducer` reduced; on one rank, where the reducer
   // leaves them in the grads, there is nothing to do.
@@ -81,6 +83,8 @@ class DqnUpdater {
   uint32_t ParameterChecksum();
   int64_t num_parameters() { return models::ParameterCount(*online_); }
   int64_t updates() const { return updates_; }
+  // Which copy of the online network the target network holds: it changes with every copy.
+  int64_t target_version() const { return updates_ / options_.target_update_period; }
   // Whether the update runs through LibTorch's autograd and optimizer (not FastDqnGradients).
   bool autograd() const { return !fast_.has_value(); }
   models::QNetwork& online() { return online_; }

@@ -104,7 +104,7 @@ bool FastDqnGradients::Available() { return models::FastMlp::Available(); }
 
 DqnLoss FastDqnGradients::Compute(models::QNetworkImpl& online, models::QNetworkImpl& target,
                                   const DqnBatch& batch, bool double_dqn, double huber_delta,
-                                  double normaliser) {
+                                  double normaliser, const float* target_next_q) {
   const std::vector<torch::Tensor> params = online.parameters();
   const std::vector<Layer> layers = Layers(params);
   const std::vector<Layer> target_layers = Layers(target.parameters());
@@ -130,8 +130,10 @@ DqnLoss FastDqnGradients::Compute(models::QNetworkImpl& online, models::QNetwork
   const float* q_all = Forward(layers, obs.data_ptr<float>(), rows,
                                [this](size_t l) -> torch::Tensor& { return outputs_[l]; });
   const float* q_target =
-      Forward(target_layers, next_obs.data_ptr<float>(), rows,
-              [this](size_t l) -> torch::Tensor& { return target_next_[l % 2]; });
+      target_next_q != nullptr
+          ? target_next_q
+          : Forward(target_layers, next_obs.data_ptr<float>(), rows,
+                    [this](size_t l) -> torch::Tensor& { return target_next_[l % 2]; });
   const float* q_online_next =
       double_dqn ? Forward(layers, next_obs.data_ptr<float>(), rows,
                            [this](size_t l) -> torch::Tensor& { return online_next_[l % 2]; })

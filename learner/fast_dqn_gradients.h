@@ -35,10 +35,13 @@ class FastDqnGradients {
 
   // Loss and TD errors of `batch` as DoubleDqnLoss (double_dqn) or DqnMaxLoss compute them,
   // with d loss / d parameter in each parameter's grad() of `online` (allocated if
-  // undefined, overwritten, not accumulated). Both networks are float32 on the CPU.
+  // undefined, overwritten, not accumulated). Both networks are float32 on the CPU. With
+  // `target_next_q` (row-major [rows, actions]: `target` on next_obs, computed ahead) the
+  // target network's forward pass is skipped and those values used.
   // Throws c10::Error, as LibTorch's gather would, for an action outside the network's range.
   DqnLoss Compute(models::QNetworkImpl& online, models::QNetworkImpl& target, const DqnBatch& batch,
-                  bool double_dqn, double huber_delta, double normaliser);
+                  bool double_dqn, double huber_delta, double normaliser,
+                  const float* target_next_q = nullptr);
 
  private:
   // Scratch, grown to the largest batch seen and never shrunk, so a warm Compute does not

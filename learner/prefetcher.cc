@@ -1,15 +1,45 @@
 #include "learner/prefetcher.h"
 
 namespace ferry::learner {
+namespace {
 
 using std::chrono::milliseconds;
 
+// Column c of the batch in a tensor of its own.
+torch::Tensor Column(const replay::SampledBatch& s, size_t c, int per_row, torch::Dtype dtype) {
+  std::vector<int64_t> shape = {s.count};
+  if (per_row > 1) shape.push_back(per_row);
+  torch::Tensor column = torch::empty(shape, dtype);
+  s.CopyColumn(c, column.data_ptr());
+  return column;
+}
+
+}  // namespace
+
+DqnBatch ToTensors(const replay::SampledBatch& s, int obs_dim, const torch::Device& device) {
+  DqnBatch b;
+  const int n = s.count;
+  b.obs = Column(s, core::kObs, obs_dim, torch::kFloat32).view({n, obs_dim});
+  b.next_obs = Column(s, core::kNextObs, obs_dim, torch::kFloat32).view({n, obs_dim});
+  b.action = Column(s, core::kAction, 1, torch::kInt32).to(torch::kInt64);
+  b.reward = Column(s, core::kReward, 1, torch::kFloat32);
+  b.discount = Column(s, core::kDiscount, 1, torch::kFloat32);
+  b.weights = torch::from_blob(const_cast<float*>(s.weights.data()), {n}).clone();
+  for (torch::Tensor* t : {&b.obs, &b.next_obs, &b.action, &b.reward, &b.discount, &b.weights}) {
+    *t = t->to(device);
+  }
+  return b;
+}
+
 Prefetcher::Prefetcher(zmq::context_t& context, std::vector<std::string> endpoints,
                        core::Schema schema, uint32_t client_id, uint64_t seed, int batch_size,
-                       double beta, int depth)
-    : sampler_(context, std::move(endpoints), std::move(schema), client_id, seed),
+                       double beta, int depth, torch::Device device, TargetAhead* ahead)
+    : sampler_(context, std::move(endpoints), schema, client_id, seed),
       batch_size_(batch_size),
       beta_(beta),
+      obs_dim_(static_cast<int>(schema.columns[core::kObs].elements())),
+      device_(device),
+      ahead_(ahead),
       ready_(static_cast<size_t>(depth)),
       thread_([this] { Run(); }) {}
 
@@ -19,7 +49,7 @@ Prefetcher::~Prefetcher() {
   thread_.join();
 }
 
-Result<replay::SampledBatch> Prefetcher::Next(double timeout_seconds) {
+Result<Prefetched> Prefetcher::Next(double timeout_seconds) {
   auto batch = ready_.Pop(milliseconds(static_cast<int64_t>(timeout_seconds * 1000)));
   if (!batch)
     return DeadlineExceeded("no replay batch within " + std::to_string(timeout_seconds) + " s");
@@ -49,10 +79,17 @@ void Prefetcher::SendUpdates() {
 void Prefetcher::Run() {
   while (!stop_.load()) {
     SendUpdates();
-    Result<replay::SampledBatch> batch = sampler_.Sample(batch_size_, beta_, /*timeout=*/1.0);
+    Result<Prefetched> item = [&]() -> Result<Prefetched> {
+      auto sampled = sampler_.Sample(batch_size_, beta_, /*timeout=*/1.0);
+      if (!sampled.ok()) return sampled.status();
+      Prefetched p{std::move(*sampled), {}};
+      p.batch = ToTensors(p.sampled, obs_dim_, device_);
+      if (ahead_ != nullptr && ready_.size() > 0) ahead_->Fill(&p.batch);
+      return p;
+    }();
     // Wait for room, but keep priority updates flowing while the learner is busy.
     while (!stop_.load()) {
-      if (ready_.Push(std::move(batch), milliseconds(2))) break;
+      if (ready_.Push(std::move(item), milliseconds(2))) break;
       SendUpdates();
     }
   }

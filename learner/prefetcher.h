@@ -1,13 +1,18 @@
 // Samples from the replay shards ahead of the learner, on a background thread.
 //
-//   thread: [send queued priority updates] -> ReplaySampler::Sample -> queue (depth)
+//   thread: [send queued priority updates] -> ReplaySampler::Sample -> tensors
+//           -> [target values ahead, while the learner has a batch in hand] -> queue (depth)
 //   learner: Next() pops a batch; UpdatePriorities() queues |TD| for the thread
 //
 // The thread owns the ReplaySampler and its sockets (ZeroMQ sockets are not
-// thread-safe); the learner thread calls Next() and UpdatePriorities(). The
-// destructor closes the queue and joins the thread.
+// thread-safe); the learner thread calls Next() and UpdatePriorities(). With a
+// TargetAhead the thread fills each batch's target values (learner/target_ahead.h), but
+// only while the queue holds a batch for the learner: a learner that would wait gets its
+// batch at once and computes them itself. The destructor closes the queue and joins the thread.
 #ifndef FERRY_LEARNER_PREFETCHER_H_
 #define FERRY_LEARNER_PREFETCHER_H_
+
+#include <torch/torch.h>
 
 #include <atomic>
 #include <mutex>
@@ -16,20 +21,33 @@
 
 #include "core/queue.h"
 #include "core/status.h"
+#include "learner/dqn_loss.h"
+#include "learner/target_ahead.h"
 #include "replay/sampler.h"
 
 namespace ferry::learner {
 
+// A sampled batch and its columns as the updater takes them.
+struct Prefetched {
+  replay::SampledBatch sampled;
+  DqnBatch batch;
+};
+
+// The batch's columns in tensors on `device` (the one copy of the received rows).
+DqnBatch ToTensors(const replay::SampledBatch& s, int obs_dim, const torch::Device& device);
+
 class Prefetcher {
  public:
+  // `ahead` (may be null) must outlive the prefetcher.
   Prefetcher(zmq::context_t& context, std::vector<std::string> endpoints, core::Schema schema,
-             uint32_t client_id, uint64_t seed, int batch_size, double beta, int depth);
+             uint32_t client_id, uint64_t seed, int batch_size, double beta, int depth,
+             torch::Device device, TargetAhead* ahead);
   ~Prefetcher();
   Prefetcher(const Prefetcher&) = delete;
   Prefetcher& operator=(const Prefetcher&) = delete;
 
   // The next batch, or the sampler's error; DeadlineExceeded if none came in time.
-  Result<replay::SampledBatch> Next(double timeout_seconds);
+  Result<Prefetched> Next(double timeout_seconds);
   // Sends |TD| priorities for `batch`'s items, soon, from the background thread.
   void UpdatePriorities(const replay::SampledBatch& batch, std::vector<float> priorities);
 
@@ -44,7 +62,10 @@ class Prefetcher {
   replay::ReplaySampler sampler_;
   const int batch_size_;
   const double beta_;
-  core::BoundedQueue<Result<replay::SampledBatch>> ready_;
+  const int obs_dim_;
+  const torch::Device device_;
+  TargetAhead* const ahead_;
+  core::BoundedQueue<Result<Prefetched>> ready_;
   std::mutex updates_mu_;
   std::vector<PendingUpdate> updates_;  // Guarded by updates_mu_.
   std::atomic<bool> stop_{false};

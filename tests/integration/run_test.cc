@@ -155,6 +155,8 @@ TEST_CASE("a short CartPole run starts every role, records metrics and leaves no
   // Actors stored experience and the learner trained on it (a run can reach its target before
   // the first periodic progress record, so the end record is the one that always exists).
   CHECK(AtEnd(metrics, "updates") > 0);
+  // The sampling thread computed target values ahead of some of the updates.
+  CHECK(AtEnd(metrics, "target_ahead_share") > 0);
   // A run that reaches its target or budget evaluates its final policy on fresh episodes.
   CHECK(metrics.find("\"final_eval_episodes\": 100") != std::string::npos);
   // ... and the policy its best periodic evaluation kept, on the same episodes.
