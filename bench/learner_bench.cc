@@ -5,6 +5,7 @@
 //   sgemm          torch::mm of 512 x 512 float32: the core's matmul limit
 //   update         Double-DQN updates/s: loss, backward, fused gradient allreduce, clip, Adam;
 //                    R = 1 vs R = ranks, without autograd (ferry's CPU path) vs with it,
+//                    with the target values computed ahead on a second thread or not,
 //                    matmul FLOP/s vs sgemm
 //   least_squares  the LS refit's phases (features, Gram, allreduce, Cholesky, CG)
 //                    for N rows x d features, R = 1 vs R = ranks
@@ -24,17 +25,22 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench/bench.h"
 #include "core/log.h"
 #include "core/malloc_tuning.h"
+#include "core/queue.h"
 #include "learner/dqn_loss.h"
 #include "learner/dqn_updater.h"
 #include "learner/gradient_reducer.h"
 #include "learner/linalg/allreducer.h"
 #include "learner/linalg/least_squares.h"
+#include "learner/target_ahead.h"
 
 namespace ferry::bench {
 namespace {
@@ -323,13 +329,15 @@ double ForwardFlops(const ModelSpec& spec, int batch) {
 }
 
 // A way of running the update: how many ranks, with how many LibTorch threads each, how the
-// gradients are summed, and whether through LibTorch's autograd (learner/fast_dqn_gradients.h).
+// gradients are summed, whether through LibTorch's autograd (learner/fast_dqn_gradients.h), and
+// whether a second thread computes the target values ahead (learner/target_ahead.h).
 struct UpdateConfig {
   int ranks;
   int threads;
   Algorithm algorithm;
   bool overlap = false;
   bool autograd = false;
+  bool ahead = false;
 };
 
 // Buckets for the overlapped configurations. A bucket closes after the parameter that fills it,
@@ -338,13 +346,19 @@ constexpr size_t kOverlapBucketBytes = size_t{256} << 10;
 
 // One rank's share of the learner's update, as learner/apex_dqn.cc runs it: DqnUpdater's
 // Double-DQN loss and backward on a synthetic batch of its share of spec.batch rows, gradients
-// summed across `comm` by a GradientReducer, then clip and Adam.
+// summed across `comm` by a GradientReducer, then clip and Adam. With config.ahead a helper
+// thread, standing in for the learner's sampling thread, fills each batch's target values
+// while the update before it runs (started by StartAhead, for one timed window).
 class UpdateLoop {
  public:
   UpdateLoop(const ModelSpec& spec, MPI_Comm comm, const UpdateConfig& config)
       : updater_(Options(spec, config), torch::kCPU),
         global_batch_(spec.batch),
         reducer_(updater_.online()->parameters(), comm, ReducerOptions(config)) {
+    if (config.ahead) {
+      ahead_ =
+          std::make_unique<learner::TargetAhead>(*updater_.target(), updater_.target_version());
+    }
     const int local_batch = spec.batch / config.ranks;
     batch_.obs = torch::randn({local_batch, spec.obs_dim});
     batch_.next_obs = torch::randn({local_batch, spec.obs_dim});
@@ -354,17 +368,42 @@ class UpdateLoop {
     batch_.weights = torch::ones({local_batch});
   }
 
+  // Starts and stops config.ahead's helper thread, around one timed window (no-ops without it).
+  void StartAhead() {
+    if (!ahead_) return;
+    filled_ = std::make_unique<core::BoundedQueue<learner::DqnBatch>>(2);
+    helper_ = std::thread([this] {
+      while (!filled_->closed()) {
+        learner::DqnBatch b = batch_;  // The same rows; target values of its own.
+        ahead_->Fill(&b);
+        while (!filled_->Push(std::move(b), std::chrono::milliseconds(5)) && !filled_->closed()) {
+        }
+      }
+    });
+  }
+  void StopAhead() {
+    if (!ahead_) return;
+    filled_->Close();
+    helper_.join();
+    filled_.reset();
+  }
+
   void Step() {
     const double t0 = core::NowSeconds();
-    const double cpu0 = ProcessCpuSeconds();  // LibTorch's threads included.
+    const double cpu0 = ProcessCpuSeconds();  // LibTorch's threads (and the helper) included.
+    std::optional<learner::DqnBatch> filled;
+    if (filled_) filled = filled_->Pop(std::chrono::seconds(5));
     reducer_.BeginBackward();
-    updater_.ComputeGradients(batch_, /*normaliser=*/global_batch_);
+    updater_.ComputeGradients(filled ? *filled : batch_, /*normaliser=*/global_batch_);
     const double cpu1 = ProcessCpuSeconds();
     const double t1 = core::NowSeconds();
     reducer_.Reduce(/*have_gradients=*/true);
     const double t2 = core::NowSeconds();
     updater_.UnpackGradients(reducer_);
     updater_.ApplyGradients();
+    if (ahead_ && updater_.updates() % updater_.options().target_update_period == 0) {
+      ahead_->Publish(*updater_.target(), updater_.target_version());
+    }
     const double t3 = core::NowSeconds();
     phases_.compute_ms += 1e3 * (t1 - t0);
     phases_.compute_cpu_ms += 1e3 * (cpu1 - cpu0);
@@ -412,6 +451,9 @@ class UpdateLoop {
   int global_batch_;
   learner::GradientReducer reducer_;
   learner::DqnBatch batch_;
+  std::unique_ptr<learner::TargetAhead> ahead_;
+  std::unique_ptr<core::BoundedQueue<learner::DqnBatch>> filled_;  // From StartAhead to StopAhead.
+  std::thread helper_;
   Phases phases_;
   int64_t steps_ = 0;
 };
@@ -427,6 +469,8 @@ void UpdateBench(const Settings& s, const SgemmRates& sgemm) {
   const int ranks = Ranks();
   std::vector<UpdateConfig> configs = {{1, 1, Algorithm::kAuto},
                                        {1, 1, Algorithm::kAuto, false, /*autograd=*/true}};
+  // The helper thread takes a second core: on one rank, while the others sleep.
+  if (ranks > 1) configs.push_back({1, 1, Algorithm::kAuto, false, false, /*ahead=*/true});
   if (ranks > 1) {
     // LibTorch's path: ferry's calls one BLAS thread (OPENBLAS_NUM_THREADS=1) whatever
     // LibTorch's pool holds.
@@ -452,10 +496,12 @@ void UpdateBench(const Settings& s, const SgemmRates& sgemm) {
       candidates.push_back([&s, loop, alone, threads = config.threads, window = &phases[c]] {
         const auto run = [&](MPI_Comm comm) {
           SetThreads(threads);
+          loop->StartAhead();
           loop->Step();  // Warm: allocations, caches.
           loop->TakePhases();
           const double seconds =
               TimeCollective(comm, s.update_window_s, [&] { loop->Step(); }).wall;
+          loop->StopAhead();
           if (Rank() == 0) window->push_back(loop->TakePhases());
           SetThreads(1);
           return seconds;
@@ -485,6 +531,7 @@ void UpdateBench(const Settings& s, const SgemmRates& sgemm) {
           .Add("allreduce", std::string(loops[c]->algorithm()))
           .Add("overlap", config.overlap)
           .Add("autograd", loops[c]->autograd())
+          .Add("target_ahead", config.ahead)
           .Add("buckets", static_cast<int64_t>(loops[c]->buckets()));
       AddSpread(line, "updates_per_s", figures[c].wall, 1);
       line.Add("r1_updates_per_s", baseline)

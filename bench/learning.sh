@@ -57,6 +57,7 @@ watch_cpu() {
     # Builtins only per process (read, mapfile): this loop shares the run's 2 cores.
     for pid in $(grep -l -a -F "$1/config.yaml" /proc/[0-9]*/cmdline 2>/dev/null | cut -d/ -f3); do
       mapfile -d '' args 2>/dev/null <"/proc/$pid/cmdline" || continue
+      ((${#args[@]})) || continue  # Exited between grep and read: an empty command line.
       [[ ${args[0]##*/} == grep ]] && continue
       read -r line 2>/dev/null <"/proc/$pid/stat" || continue
       read -r -a times <<<"${line##*) }"  # After the command name: state, ppid, ...
