@@ -7,25 +7,12 @@
 #include <vector>
 
 #include "learner/dqn_updater.h"
+#include "tests/learner/random_batch.h"
 
 namespace ferry::learner {
 namespace {
 
-// A batch whose TD errors fall on both sides of a Huber delta of 0.5, with rows of zeros
-// (ReLUs exactly at 0) and every action used.
-DqnBatch RandomBatch(int rows, int obs_dim, int actions, uint64_t seed) {
-  torch::manual_seed(seed);
-  DqnBatch b;
-  b.obs = torch::randn({rows, obs_dim});
-  b.obs[0].zero_();
-  b.next_obs = torch::randn({rows, obs_dim});
-  b.action = torch::randint(0, actions, {rows}, torch::kInt64);
-  b.reward = 2 * torch::randn({rows});
-  b.discount = torch::full({rows}, 0.97f);
-  b.discount[1] = 0;  // A terminal transition.
-  b.weights = torch::rand({rows});
-  return b;
-}
+using testing::RandomBatch;
 
 struct Gradients {
   DqnLoss loss;

@@ -6,21 +6,12 @@
 #include <vector>
 
 #include "learner/dqn_updater.h"
+#include "tests/learner/random_batch.h"
 
 namespace ferry::learner {
 namespace {
 
-DqnBatch RandomBatch(int rows, int obs_dim, int actions, uint64_t seed) {
-  torch::manual_seed(seed);
-  DqnBatch b;
-  b.obs = torch::randn({rows, obs_dim});
-  b.next_obs = torch::randn({rows, obs_dim});
-  b.action = torch::randint(0, actions, {rows}, torch::kInt64);
-  b.reward = torch::randn({rows});
-  b.discount = torch::full({rows}, 0.9f);
-  b.weights = torch::rand({rows});
-  return b;
-}
+using testing::RandomBatch;
 
 UpdaterOptions SmallNetwork() {
   UpdaterOptions o;
