@@ -401,9 +401,7 @@ class UpdateLoop {
     const double t2 = core::NowSeconds();
     updater_.UnpackGradients(reducer_);
     updater_.ApplyGradients();
-    if (ahead_ && updater_.updates() % updater_.options().target_update_period == 0) {
-      ahead_->Publish(*updater_.target(), updater_.target_version());
-    }
+    if (ahead_) ahead_->Publish(*updater_.target(), updater_.target_version());
     const double t3 = core::NowSeconds();
     phases_.compute_ms += 1e3 * (t1 - t0);
     phases_.compute_cpu_ms += 1e3 * (cpu1 - cpu0);

@@ -285,9 +285,7 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
     updater.UnpackGradients(reducer);
     updater.ScheduleLearningRate(static_cast<int64_t>(control[kEnvSteps]));
     updater.ApplyGradients();
-    if (ahead && updater.updates() % options->target_update_period == 0) {
-      ahead->Publish(*updater.target(), updater.target_version());
-    }
+    if (ahead) ahead->Publish(*updater.target(), updater.target_version());
     const int64_t updates = updater.updates();
     loss_acc += control[kLossSum];
     ++loss_count;

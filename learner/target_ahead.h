@@ -1,7 +1,7 @@
 // The target network's Q-values of a batch's next observations, computed on the sampling
 // thread ahead of the update that needs them.
 //
-//   update thread: Publish(target, version) on every target copy -> incoming weights
+//   update thread: Publish(target, version) after every update -> incoming weights, if new
 //   sampling thread: Fill(batch): takes the newest incoming weights, then
 //                    batch.target_next_q = target(next_obs), batch.target_version = version
 //
@@ -32,17 +32,20 @@ class TargetAhead {
   // Starts with `target`'s current weights as `version`. Requires Available().
   TargetAhead(models::QNetworkImpl& target, int64_t version);
 
-  // The target network's weights as of `version`, for the batches filled from now on.
+  // The target network's weights as of `version`, for the batches filled from now on; nothing
+  // to do when `version` is the one last published, so the update thread may call it after
+  // every update.
   void Publish(models::QNetworkImpl& target, int64_t version);
   // Sets batch->target_next_q (a new [rows, actions] tensor) and batch->target_version.
   void Fill(DqnBatch* batch);
 
  private:
   std::mutex mu_;
-  models::FastMlp incoming_;  // Guarded by mu_: the newest published weights, if fresh.
-  int64_t incoming_version_;  // Guarded by mu_.
-  bool fresh_ = false;        // Guarded by mu_.
-  models::FastMlp net_;       // The filling thread's own.
+  models::FastMlp incoming_;   // Guarded by mu_: the newest published weights, if fresh.
+  int64_t incoming_version_;   // Guarded by mu_.
+  bool fresh_ = false;         // Guarded by mu_.
+  int64_t published_version_;  // The update thread's: the last version published.
+  models::FastMlp net_;        // The filling thread's own.
   int64_t version_;
 };
 

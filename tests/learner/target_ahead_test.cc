@@ -57,6 +57,14 @@ TEST_CASE("target values computed ahead are the target network's bits on next_ob
   ahead.Fill(&after);
   CHECK(after.target_version == 8);
   CHECK(torch::equal(after.target_next_q, target->forward(after.next_obs)));
+
+  // The version already published is nothing new: the update thread publishes after every
+  // update, and only a copy of the target network changes what Fill uses.
+  for (auto& p : target->parameters()) p.add_(0.5);
+  ahead.Publish(*target, 8);
+  DqnBatch same = RandomBatch(24, 5, 3, 2);
+  ahead.Fill(&same);
+  CHECK(torch::equal(same.target_next_q, after.target_next_q));
 }
 
 TEST_CASE("an update with target values computed ahead is the same update, to the bit") {
