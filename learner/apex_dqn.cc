@@ -221,8 +221,9 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
   int64_t updates_at_report = updater.updates(), steps_at_report = counters.env_steps;
   double loss_acc = 0;
   int loss_count = 0;
-  int ahead_count = 0;  // Batches of the report interval whose target values came ahead.
-  int64_t applied_total = 0, ahead_total = 0;  // The same over the whole session.
+  int ahead_count = 0;      // Batches of the report interval whose target values came ahead.
+  int64_t ahead_total = 0;  // The same over the whole session, since update first_update.
+  const int64_t first_update = updater.updates();
   LagStats lags;
   int64_t replay_size = 0;
   RunEnd end = RunEnd::kStopped;
@@ -290,7 +291,6 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
     loss_acc += control[kLossSum];
     ++loss_count;
     ahead_count += came_ahead ? 1 : 0;
-    ++applied_total;
     ahead_total += came_ahead ? 1 : 0;
     std::vector<float> priorities(td.numel());
     const float* td_data = td.data_ptr<float>();
@@ -389,7 +389,9 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
         .Add("env_steps", static_cast<double>(counters.env_steps))
         .Add("best_eval_return", counters.best_eval)
         .Add("target_ahead_share",
-             applied_total ? static_cast<double>(ahead_total) / applied_total : NAN);
+             updater.updates() > first_update
+                 ? static_cast<double>(ahead_total) / (updater.updates() - first_update)
+                 : NAN);
     if (end != RunEnd::kStopped) {
       FERRY_RETURN_IF_ERROR(
           AddFinalEvaluations(config, *options, updater.online(), checkpoint_dir, &record));

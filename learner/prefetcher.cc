@@ -14,8 +14,7 @@ torch::Tensor Column(const replay::SampledBatch& s, size_t c, int per_row, torch
   return column;
 }
 
-}  // namespace
-
+// The batch's columns in tensors on `device` (the one copy of the received rows).
 DqnBatch ToTensors(const replay::SampledBatch& s, int obs_dim, const torch::Device& device) {
   DqnBatch b;
   const int n = s.count;
@@ -30,6 +29,8 @@ DqnBatch ToTensors(const replay::SampledBatch& s, int obs_dim, const torch::Devi
   }
   return b;
 }
+
+}  // namespace
 
 Prefetcher::Prefetcher(zmq::context_t& context, std::vector<std::string> endpoints,
                        core::Schema schema, uint32_t client_id, uint64_t seed, int batch_size,

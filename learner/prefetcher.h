@@ -33,9 +33,6 @@ struct Prefetched {
   DqnBatch batch;
 };
 
-// The batch's columns in tensors on `device` (the one copy of the received rows).
-DqnBatch ToTensors(const replay::SampledBatch& s, int obs_dim, const torch::Device& device);
-
 class Prefetcher {
  public:
   // `ahead` (may be null) must outlive the prefetcher.

@@ -7,16 +7,11 @@ namespace ferry::learner {
 bool TargetAhead::Available() { return models::FastMlp::Available(); }
 
 TargetAhead::TargetAhead(models::QNetworkImpl& target, int64_t version)
-    : incoming_(target),
-      incoming_version_(version),
-      published_version_(version),
-      net_(target),
-      version_(version) {}
+    : incoming_(target), incoming_version_(version), net_(target), version_(version) {}
 
 void TargetAhead::Publish(models::QNetworkImpl& target, int64_t version) {
-  if (version == published_version_) return;
-  published_version_ = version;
   std::lock_guard<std::mutex> lock(mu_);
+  if (version == incoming_version_) return;
   incoming_.CopyWeights(target);
   incoming_version_ = version;
   fresh_ = true;

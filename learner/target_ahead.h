@@ -17,7 +17,6 @@
 
 #include <cstdint>
 #include <mutex>
-#include <optional>
 
 #include "learner/dqn_loss.h"
 #include "models/fast_mlp.h"
@@ -41,11 +40,10 @@ class TargetAhead {
 
  private:
   std::mutex mu_;
-  models::FastMlp incoming_;   // Guarded by mu_: the newest published weights, if fresh.
-  int64_t incoming_version_;   // Guarded by mu_.
-  bool fresh_ = false;         // Guarded by mu_.
-  int64_t published_version_;  // The update thread's: the last version published.
-  models::FastMlp net_;        // The filling thread's own.
+  models::FastMlp incoming_;  // Guarded by mu_: the newest published weights, if fresh.
+  int64_t incoming_version_;  // Guarded by mu_: the version last published.
+  bool fresh_ = false;        // Guarded by mu_.
+  models::FastMlp net_;       // The filling thread's own.
   int64_t version_;
 };
 
