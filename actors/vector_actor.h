@@ -55,11 +55,7 @@
 
 namespace ferry::actors {
 
-enum class Inference {
-  kAuto,  // FastMlp where it is bit-exact with LibTorch, LibTorch otherwise.
-  kLibTorch,
-  kFastMlp,  // Refused (InvalidArgument) where it is not bit-exact.
-};
+using models::Inference;
 
 struct VectorActorOptions {
   std::string env_id;

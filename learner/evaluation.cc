@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "core/log.h"
@@ -11,15 +12,53 @@
 
 namespace ferry::learner {
 
+namespace {
+
+// The greedy action of one row of Q-values, as torch::argmax picks it: the first NaN, else the
+// first of equal maxima.
+int GreedyAction(const float* q, int num_actions) {
+  int best = 0;
+  for (int a = 0; a < num_actions; ++a) {
+    if (std::isnan(q[a])) return a;
+    if (q[a] > q[best]) best = a;
+  }
+  return best;
+}
+
+// A FastMlp of `net` where its forward gives LibTorch's bits at the batch sizes an evaluation of
+// `episodes` runs (from `episodes` down to 1 as episodes end; checked at both ends and the
+// middle, as VectorActor checks its own); nothing for a net off the CPU, without the BLAS
+// sgemm_, or where the bits differ.
+std::optional<models::FastMlp> ExactFastMlp(models::QNetwork& net, int episodes) {
+  if (!models::FastMlp::Available() || !net->parameters().front().device().is_cpu()) {
+    return std::nullopt;
+  }
+  models::FastMlp fast(*net);
+  for (int batch : {1, (episodes + 1) / 2, episodes}) {
+    if (!models::ForwardMatchesLibTorch(*net, fast, batch, /*seed=*/batch)) return std::nullopt;
+  }
+  return fast;
+}
+
+}  // namespace
+
 Result<EvalResult> EvaluateGreedy(models::QNetwork& net, const std::string& env_id, int episodes,
-                                  uint64_t seed) {
+                                  uint64_t seed, models::Inference inference) {
   std::vector<std::unique_ptr<envs::Env>> envs;
   for (int i = 0; i < episodes; ++i) {
     auto env = envs::MakeEnv(env_id, seed + static_cast<uint64_t>(i));
     if (!env.ok()) return env.status();
     envs.push_back(std::move(env).value());
   }
+  std::optional<models::FastMlp> fast;
+  if (inference != models::Inference::kLibTorch) fast = ExactFastMlp(net, episodes);
+  if (inference == models::Inference::kFastMlp && !fast) {
+    return InvalidArgument(
+        "the fast MLP forward does not reproduce LibTorch's for this network here (a network "
+        "off the CPU, no BLAS sgemm_, or other bits); evaluate with LibTorch");
+  }
   const int obs_dim = envs[0]->observation_space().flat_size();
+  const int num_actions = net->num_actions();
   const torch::Device device = net->parameters().front().device();
   std::vector<float> obs(static_cast<size_t>(episodes) * obs_dim);
   std::vector<double> returns(episodes, 0.0);
@@ -31,7 +70,7 @@ Result<EvalResult> EvaluateGreedy(models::QNetwork& net, const std::string& env_
   EvalResult result;
   result.episodes = episodes;
   std::vector<float> batch;
-  float action[1];
+  torch::Tensor libtorch_q;
   torch::NoGradGuard no_grad;
   while (!active.empty()) {
     const int n = static_cast<int>(active.size());
@@ -39,17 +78,21 @@ Result<EvalResult> EvaluateGreedy(models::QNetwork& net, const std::string& env_
     for (int j = 0; j < n; ++j) {
       std::copy_n(&obs[static_cast<size_t>(active[j]) * obs_dim], obs_dim, &batch[j * obs_dim]);
     }
-    const torch::Tensor greedy =
-        net->forward(torch::from_blob(batch.data(), {n, obs_dim}).to(device))
-            .argmax(1)
-            .to(torch::kCPU);
-    const int64_t* a = greedy.data_ptr<int64_t>();
+    const float* q;
+    if (fast) {
+      q = fast->Forward(batch.data(), n);
+    } else {
+      libtorch_q = net->forward(torch::from_blob(batch.data(), {n, obs_dim}).to(device))
+                       .to(torch::kCPU)
+                       .contiguous();
+      q = libtorch_q.data_ptr<float>();
+    }
     std::vector<int> still_active;
     for (int j = 0; j < n; ++j) {
       const int i = active[j];
-      action[0] = static_cast<float>(a[j]);
+      const float action = static_cast<float>(GreedyAction(q + j * num_actions, num_actions));
       float* o = &obs[static_cast<size_t>(i) * obs_dim];
-      const envs::StepResult r = envs[i]->Step(action, o);
+      const envs::StepResult r = envs[i]->Step(&action, o);
       returns[i] += r.reward;
       ++result.steps;
       if (!r.terminated && !r.truncated) still_active.push_back(i);

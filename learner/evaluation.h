@@ -9,6 +9,7 @@
 #include "core/config.h"
 #include "core/metrics.h"
 #include "core/status.h"
+#include "models/fast_mlp.h"
 #include "models/q_network.h"
 
 namespace ferry::learner {
@@ -20,8 +21,11 @@ struct EvalResult {
   int64_t steps = 0;
 };
 
+// The forward pass is FastMlp's where it gives LibTorch's bits (kAuto), so both play the same
+// episodes; `inference` forces one (kFastMlp: InvalidArgument where it would not be exact).
 Result<EvalResult> EvaluateGreedy(models::QNetwork& net, const std::string& env_id, int episodes,
-                                  uint64_t seed);
+                                  uint64_t seed,
+                                  models::Inference inference = models::Inference::kAuto);
 
 // The first env seed of every periodic evaluation of a run: the same start states each time.
 uint64_t PeriodicEvalSeed(const core::Config& config);

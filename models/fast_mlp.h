@@ -28,6 +28,13 @@
 
 namespace ferry::models {
 
+// Which forward pass a caller runs its policy with.
+enum class Inference {
+  kAuto,  // FastMlp where it is bit-exact with LibTorch, LibTorch otherwise.
+  kLibTorch,
+  kFastMlp,  // Refused (InvalidArgument) where it is not bit-exact.
+};
+
 class FastMlp {
  public:
   // Whether this process can run a FastMlp (it has the BLAS sgemm_).

@@ -1,4 +1,4 @@
-// The env_steps and actor_steps sections (main.cc describes every line).
+// The env_steps, actor_steps and greedy_eval sections (main.cc describes every line).
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -15,6 +15,7 @@
 #include "bench/bench.h"
 #include "core/log.h"
 #include "envs/env.h"
+#include "learner/evaluation.h"
 #include "models/fast_mlp.h"
 #include "models/q_network.h"
 
@@ -163,6 +164,47 @@ void ActorStepsBench(const Settings& s, int num_envs) {
       .Add("libtorch_inference_ns_per_step", ns_per_step(f[3].cpu.median))
       .Add("fast_ns_per_step", ns_per_step(f[0].cpu.median))
       .Add("libtorch_ns_per_step", ns_per_step(f[1].cpu.median));
+  AddWindowSummary(line, f[0].cpu, s.rounds, s.window_s);
+  line.Print();
+}
+
+void GreedyEvalBench(const Settings& s, int episodes) {
+  const std::string env_id = "MountainCar-v0";
+  const std::vector<int> hidden = {256, 256};
+  torch::manual_seed(7);
+  models::QNetwork net(2, 3, hidden);  // MountainCar: 2 observations, 3 actions.
+  net->eval();
+  // An untrained policy never reaches the flag, so every episode runs to the 200-step limit.
+  auto evaluate = [&](models::Inference inference) {
+    return [&, inference] {
+      const auto r = learner::EvaluateGreedy(net, env_id, episodes, /*seed=*/11, inference);
+      if (!r.ok()) Die("greedy_eval: " + r.status().message());
+      return r->steps;
+    };
+  };
+  const auto fast = evaluate(models::Inference::kFastMlp);
+  const auto libtorch = evaluate(models::Inference::kLibTorch);
+  TimeOnThisThread(s.warmup_s, fast);
+  TimeOnThisThread(s.warmup_s, libtorch);
+  const std::vector<Figure> f =
+      Alternate(s.rounds, {[&] { return TimeOnThisThread(s.window_s, fast); },
+                           [&] { return TimeOnThisThread(s.window_s, libtorch); }});
+  JsonLine line("greedy_eval");
+  line.Add("env", env_id)
+      .Add("episodes", episodes)
+      .Add("model", "MLP 2-256-256-3")
+      .Add("includes",
+           "learner::EvaluateGreedy: env construction and Reset, one batched forward per step "
+           "over the episodes still running, greedy actions, Env::Step; 200 steps an episode")
+      .Add("value", f[0].cpu.median)
+      .Add("unit", "env steps/s, per CPU second (one core)")
+      .Add("clock", "thread CPU time")
+      .Add("wall_value", f[0].wall.median)
+      .Add("baseline", "the same evaluation on LibTorch's forward (the same episodes, to the bit)")
+      .Add("baseline_value", f[1].cpu.median)
+      .Add("ratio", PairedRatio(f[0], f[1], &Window::cpu_rate).median)
+      .Add("ms_per_evaluation", 1e3 * episodes * 200 / f[0].cpu.median)
+      .Add("libtorch_ms_per_evaluation", 1e3 * episodes * 200 / f[1].cpu.median);
   AddWindowSummary(line, f[0].cpu, s.rounds, s.window_s);
   line.Print();
 }

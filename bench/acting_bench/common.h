@@ -34,9 +34,10 @@ actors::VectorActorOptions CartPoleActor(int num_envs, std::vector<int> hidden,
 std::unique_ptr<actors::VectorActor> MakeActor(const actors::VectorActorOptions& options,
                                                const std::vector<uint8_t>& weights);
 
-// acting.cc: the env_steps and actor_steps lines.
+// acting.cc: the env_steps, actor_steps and greedy_eval lines.
 void EnvStepsBench(const Settings& s, const std::string& id);
 void ActorStepsBench(const Settings& s, int num_envs);
+void GreedyEvalBench(const Settings& s, int episodes);
 
 // weights.cc: the broadcast and server_memory lines, and the step_gap lines.
 void BroadcastSection(const Settings& s);
