@@ -1,5 +1,7 @@
 #include "cli/replay_role.h"
 
+#include <signal.h>
+
 #include <memory>
 #include <string>
 #include <zmq.hpp>
@@ -14,7 +16,17 @@
 
 namespace ferry::cli {
 
+namespace {
+
+// SIGUSR1: the learner has ended (the supervisor and launch/slurm/ferry.sbatch send it before
+// they stop the actors).
+std::atomic<bool> g_learner_ended{false};
+void OnLearnerEnded(int) { g_learner_ended.store(true); }
+
+}  // namespace
+
 Status ServeReplayShard(const core::Config& config, int shard, const std::atomic<bool>& stop) {
+  signal(SIGUSR1, OnLearnerEnded);
   core::SetLogName("replay-" + std::to_string(shard));
   auto probe = envs::MakeEnv(config.env.id, 0);
   if (!probe.ok()) return probe.status();
@@ -62,7 +74,7 @@ Status ServeReplayShard(const core::Config& config, int shard, const std::atomic
             replay::SelectorKindName(options.selector), options.alpha,
             options.schema.ToString().c_str());
   FERRY_RETURN_IF_ERROR(core::MoveToRunCpus());  // Started (core/cpu_affinity.h).
-  server.Serve(stop);
+  server.Serve(stop, g_learner_ended);
   const auto stats = server.Stats();
   core::Log("stopped: %lld stored, %lld sampled, %lld duplicates dropped, %lld bad messages",
             static_cast<long long>(stats.mass.inserted_total),

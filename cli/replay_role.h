@@ -16,6 +16,8 @@
 namespace ferry::cli {
 
 // Serves replay shard `shard` of `config` until `stop`; logs what it does under "replay-K".
+// SIGUSR1 says the learner has ended: from then on the shard admits every insert (ShardServer::
+// Serve's `learner_ended`).
 Status ServeReplayShard(const core::Config& config, int shard, const std::atomic<bool>& stop);
 
 }  // namespace ferry::cli

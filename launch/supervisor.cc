@@ -337,10 +337,16 @@ void StopGroup(std::vector<Child>& children, Pick pick) {
 // its step and write its final checkpoint; then the actors; then the shards
 // (which write their final snapshots) and the paramserver. A learner that has
 // written its end record has finished all of that: the others stop while its
-// mpirun winds down.
+// mpirun winds down. Before the actors stop, the shards learn that the learner
+// has ended (SIGUSR1, cli/replay_role.h) and admit what their rate limiters
+// hold, so the actors' last batches are acked at once instead of at the end of
+// the actors' wait for them, and go into the final snapshots.
 void StopAll(std::vector<Child>& children, bool learner_finished) {
   auto is_learner = [](const Child& c) { return c.is_learner; };
   if (!learner_finished) StopGroup(children, is_learner);
+  for (auto& c : children) {
+    if (c.pid > 0 && c.name.rfind("replay-", 0) == 0) kill(-c.pid, SIGUSR1);
+  }
   StopGroup(children, [](const Child& c) { return c.name.rfind("actor-", 0) == 0; });
   StopGroup(children, [&](const Child& c) { return !c.is_learner; });
   StopGroup(children, is_learner);
@@ -448,7 +454,7 @@ int RunTopology(const RunRequest& request) {
   int learner_status = -1;
   std::string failure;
   while (!g_stop.load()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // How soon an end is seen.
     const double now = core::NowSeconds();
     int status = 0;
     pid_t pid;

@@ -77,10 +77,21 @@ ShardView ShardServer::View() const {
 }
 
 void ShardServer::Serve(const std::atomic<bool>& stop) {
+  static const std::atomic<bool> never{false};
+  Serve(stop, never);
+}
+
+void ShardServer::Serve(const std::atomic<bool>& stop, const std::atomic<bool>& learner_ended) {
   zmq::pollitem_t items[] = {{socket_.handle(), 0, ZMQ_POLLIN, 0}};
   while (!stop.load(std::memory_order_relaxed)) {
     core::Poll(items, 1, 50);
     snapshots_.Tick([this] { return View(); });
+    if (!learner_ended_ && learner_ended.load(std::memory_order_relaxed)) {
+      learner_ended_ = true;
+      core::Log("the learner has ended: admitting every insert (%zu held by the rate limiter)",
+                pending_.size());
+      DrainPending();
+    }
     if (!(items[0].revents & ZMQ_POLLIN)) continue;
     // Drain what is queued, then check `stop` again.
     for (int i = 0; i < 256; ++i) {
@@ -201,7 +212,7 @@ Status ShardServer::HandleInsert(const zmq::message_t& routing_id, const Message
                                  bool* deferred) {
   InsertMeta meta;
   FERRY_RETURN_IF_ERROR(ValidateInsert(m, &meta));
-  if (!limiter_.CanInsert(table_.size())) {
+  if (!CanInsert()) {
     *deferred = true;
     return Status::Ok();
   }
@@ -230,8 +241,10 @@ Status ShardServer::HandleInsert(const zmq::message_t& routing_id, const Message
   return Status::Ok();
 }
 
+bool ShardServer::CanInsert() const { return learner_ended_ || limiter_.CanInsert(table_.size()); }
+
 void ShardServer::DrainPending() {
-  while (!pending_.empty() && limiter_.CanInsert(table_.size())) {
+  while (!pending_.empty() && CanInsert()) {
     Pending p = std::move(pending_.front());
     pending_.pop_front();
     bool deferred = false;

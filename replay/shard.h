@@ -67,8 +67,11 @@ class ShardServer {
   // other process serves this shard) and before Serve when snapshot_dir is set.
   Status Restore();
   // Serves until `stop` becomes true (checked at least every 50 ms), then
-  // writes a last snapshot.
-  void Serve(const std::atomic<bool>& stop);
+  // writes a last snapshot. Once `learner_ended` is true (nothing will sample
+  // again) every insert is admitted, those the rate limiter holds too, so the
+  // actors, stopped next, have their last batches acked and in that snapshot.
+  void Serve(const std::atomic<bool>& stop, const std::atomic<bool>& learner_ended);
+  void Serve(const std::atomic<bool>& stop);  // Inserts always wait for the rate limiter.
   StatsMeta Stats() const;
 
  private:
@@ -86,6 +89,8 @@ class ShardServer {
   // `ferry inspect` on a live shard (replay/shard_inspect.cc): reads the table
   // without sampling it, so the rate limiter and times_sampled are untouched.
   Status HandleInspect(const zmq::message_t& routing_id, const core::Message& m);
+  // Whether an insert may go in now: the rate limiter allows it or the learner has ended.
+  bool CanInsert() const;
   void DrainPending();
   void Reply(const zmq::message_t& routing_id, core::MessageType type, uint64_t sequence,
              std::vector<zmq::message_t> payload);
@@ -101,7 +106,8 @@ class ShardServer {
   Deduplicator dedup_;
   std::mt19937_64 rng_;
   std::deque<Pending> pending_;
-  SampleBatch scratch_;  // Keys, masses, times_sampled of a draw; columns go to frames.
+  bool learner_ended_ = false;  // Serve's `learner_ended`, once seen true.
+  SampleBatch scratch_;         // Keys, masses, times_sampled of a draw; columns go to frames.
 
   mutable std::mutex stats_mu_;
   StatsMeta stats_;  // Guarded by stats_mu_; a copy refreshed after each message.

@@ -164,6 +164,19 @@ TEST_CASE("a short CartPole run starts every role, records metrics and leaves no
   CHECK(metrics.find("\"selected_eval_return\": ") != std::string::npos);
   CHECK(ReadFile(dir / "logs" / "replay-0.log").find("0 bad messages") != std::string::npos);
   CHECK(ReadFile(dir / "logs" / "learner.log").find("update thread on CPU") != std::string::npos);
+  // Told that the learner had ended, the shards admitted what their rate limiters held, so the
+  // actors stopped with every batch acked.
+  for (const char* role : {"replay-0", "replay-1"}) {
+    CAPTURE(role);
+    CHECK(ReadFile(dir / "logs" / (std::string(role) + ".log")).find("the learner has ended") !=
+          std::string::npos);
+  }
+  for (const char* role : {"actor-0", "actor-1"}) {
+    CAPTURE(role);
+    const std::string log = ReadFile(dir / "logs" / (std::string(role) + ".log"));
+    CHECK(log.find("stopped after") != std::string::npos);
+    CHECK(log.find("still unacked") == std::string::npos);
+  }
   CHECK(ProcessesMentioning(dir.string()) == 0);
   fs::remove_all(dir);
 }

@@ -3,7 +3,8 @@
 //   FreePort()    -> a port nothing listens on (the kernel's pick for port 0)
 //   ShardThread   -> a ShardServer bound, restored from its snapshot_dir (if
 //                    set) and serving on its own thread, stopped (writing a
-//                    final snapshot) and joined in the destructor
+//                    final snapshot) and joined in the destructor; EndLearner
+//                    tells it the learner has ended
 //   RawClient     -> a DEALER that speaks the wire protocol by hand, for
 //                    well-formed and deliberately broken messages
 //   MakeColumns / InsertPayload -> rows whose every column holds the row id
@@ -87,7 +88,7 @@ class ShardThread {
     REQUIRE_MESSAGE(bound.ok(), bound.message());
     const Status restored = server_.Restore();
     REQUIRE_MESSAGE(restored.ok(), restored.message());
-    thread_ = std::thread([this] { server_.Serve(stop_); });
+    thread_ = std::thread([this] { server_.Serve(stop_, learner_ended_); });
   }
   ~ShardThread() {
     stop_ = true;
@@ -97,11 +98,14 @@ class ShardThread {
   ShardThread& operator=(const ShardThread&) = delete;
 
   const std::string& endpoint() const { return endpoint_; }
+  // What SIGUSR1 tells a shard process: the learner has ended.
+  void EndLearner() { learner_ended_ = true; }
 
  private:
   std::string endpoint_;
   ShardServer server_;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> learner_ended_{false};
   std::thread thread_;
 };
 

@@ -340,6 +340,35 @@ TEST_CASE("inserts beyond the samples-per-insert band wait for samples") {
   CHECK(client.Stats().samples_refused == 1);
 }
 
+TEST_CASE("once the learner has ended, a shard admits what its rate limiter holds, and more") {
+  zmq::context_t context;
+  ShardOptions options = TestShardOptions();
+  options.min_size_to_sample = 10;
+  options.samples_per_insert = 1.0;
+  options.samples_per_insert_tolerance = 5.0;
+  ShardThread shard(context, options);
+  RawClient client(context, shard.endpoint());
+
+  client.Insert(1, 0, 0, 10, 1.0f);   // diff 10
+  client.Insert(1, 1, 10, 10, 1.0f);  // diff 20: the band's top is 15
+  client.Send(MessageType::kInsertBatch, 2, testing::InsertPayload(TestSchema(), 20, 10, 1.0f), 1);
+  CHECK_FALSE(client.Receive(/*timeout_seconds=*/0.3).ok());
+  CHECK(client.Stats().inserts_waiting == 1);
+
+  shard.EndLearner();
+  Result<core::Message> ack = client.Receive(/*timeout_seconds=*/2.0);
+  REQUIRE(ack.ok());
+  CHECK(ack->header.type == MessageType::kInsertAck);
+  CHECK(ack->header.sequence == 2);
+  // A batch past the band now goes straight in; each is stored once.
+  client.Insert(1, 3, 30, 10, 1.0f);
+  client.Insert(1, 3, 30, 10, 1.0f);
+  const StatsMeta stats = client.Stats();
+  CHECK(stats.inserts_waiting == 0);
+  CHECK(stats.mass.size == 40);
+  CHECK(stats.duplicates_dropped == 1);
+}
+
 TEST_CASE("ReplayWriter re-sends to a shard that starts late and it stores each batch once") {
   zmq::context_t context;
   ShardOptions options = TestShardOptions();

@@ -91,8 +91,13 @@ submit() {
     grep -q "final snapshot\|no final snapshot needed" "$run_dir/logs/replay-$k.log" ||
       fail "replay-$k was not stopped cleanly"
     grep -q " 0 bad messages" "$run_dir/logs/replay-$k.log" || fail "replay-$k saw bad messages"
+    grep -q "the learner has ended" "$run_dir/logs/replay-$k.log" ||
+      fail "replay-$k was not told that the learner had ended (SIGUSR1)"
   done
   grep -q "stopped after" "$run_dir/logs/actor-0.log" || fail "actor-0 was not stopped cleanly"
+  if grep -q "still unacked" "$run_dir/logs/actor-0.log"; then
+    fail "actor-0 stopped with batches unacked"
+  fi
   if ((relays)); then
     grep -q "relaying tcp://" "$run_dir/logs/relay-$host.log" || fail "no relay started on $host"
     grep -qE "stopped at version [1-9]" "$run_dir/logs/relay-$host.log" ||
