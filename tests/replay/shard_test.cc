@@ -296,20 +296,29 @@ TEST_CASE("sampling below min_size_to_sample fails by its deadline, then succeed
   CHECK(batch->global_size == 100);
 }
 
-TEST_CASE("inserts beyond the samples-per-insert band wait for samples") {
-  zmq::context_t context;
+// A shard whose rate limiter keeps diff = inserts - samples in [10 - 5, 10 + 5].
+ShardOptions BandOptions() {
   ShardOptions options = TestShardOptions();
-  // diff = inserts - samples must stay in [10 - 5, 10 + 5].
   options.min_size_to_sample = 10;
   options.samples_per_insert = 1.0;
   options.samples_per_insert_tolerance = 5.0;
-  ShardThread shard(context, options);
-  RawClient client(context, shard.endpoint());
+  return options;
+}
 
+// Two batches of 10 go in; the third (sequence 2) is held back, unacked.
+void InsertPastTheBand(RawClient& client) {
   client.Insert(1, 0, 0, 10, 1.0f);   // diff 10
   client.Insert(1, 1, 10, 10, 1.0f);  // diff 10 <= 15 when checked, then 20
   client.Send(MessageType::kInsertBatch, 2, testing::InsertPayload(TestSchema(), 20, 10, 1.0f), 1);
   CHECK_FALSE(client.Receive(/*timeout_seconds=*/0.3).ok());
+}
+
+TEST_CASE("inserts beyond the samples-per-insert band wait for samples") {
+  zmq::context_t context;
+  ShardThread shard(context, BandOptions());
+  RawClient client(context, shard.endpoint());
+
+  InsertPastTheBand(client);
   StatsMeta stats = client.Stats();
   CHECK(stats.inserts_waiting == 1);
   CHECK(stats.mass.size == 20);
@@ -342,17 +351,10 @@ TEST_CASE("inserts beyond the samples-per-insert band wait for samples") {
 
 TEST_CASE("once the learner has ended, a shard admits what its rate limiter holds, and more") {
   zmq::context_t context;
-  ShardOptions options = TestShardOptions();
-  options.min_size_to_sample = 10;
-  options.samples_per_insert = 1.0;
-  options.samples_per_insert_tolerance = 5.0;
-  ShardThread shard(context, options);
+  ShardThread shard(context, BandOptions());
   RawClient client(context, shard.endpoint());
 
-  client.Insert(1, 0, 0, 10, 1.0f);   // diff 10
-  client.Insert(1, 1, 10, 10, 1.0f);  // diff 20: the band's top is 15
-  client.Send(MessageType::kInsertBatch, 2, testing::InsertPayload(TestSchema(), 20, 10, 1.0f), 1);
-  CHECK_FALSE(client.Receive(/*timeout_seconds=*/0.3).ok());
+  InsertPastTheBand(client);
   CHECK(client.Stats().inserts_waiting == 1);
 
   shard.EndLearner();
