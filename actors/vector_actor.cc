@@ -35,15 +35,10 @@ Result<std::unique_ptr<VectorActor>> VectorActor::Create(const VectorActorOption
                            " has continuous actions; the Ape-X DQN actor needs a discrete env");
   }
   std::unique_ptr<VectorActor> actor(new VectorActor(options, std::move(envs)));
-  if (options.inference != Inference::kLibTorch && models::FastMlp::Available()) {
-    models::FastMlp fast(*actor->net_);
-    const int num_envs = actor->num_envs();
-    bool exact = true;
+  if (options.inference != Inference::kLibTorch) {
     // Step's batches: E envs, plus up to E final observations of truncated episodes.
-    for (int batch : {num_envs, num_envs + 1, 2 * num_envs}) {
-      exact = exact && models::ForwardMatchesLibTorch(*actor->net_, fast, batch, /*seed=*/batch);
-    }
-    if (exact) actor->fast_.emplace(std::move(fast));
+    const int num_envs = actor->num_envs();
+    actor->fast_ = models::ExactFastMlp(*actor->net_, {num_envs, num_envs + 1, 2 * num_envs});
   }
   if (options.inference == Inference::kFastMlp && !actor->fast_) {
     return InvalidArgument(

@@ -3,7 +3,6 @@
 #include <cmath>
 #include <filesystem>
 #include <memory>
-#include <optional>
 #include <vector>
 
 #include "core/log.h"
@@ -11,36 +10,6 @@
 #include "learner/dqn_updater.h"
 
 namespace ferry::learner {
-
-namespace {
-
-// The greedy action of one row of Q-values, as torch::argmax picks it: the first NaN, else the
-// first of equal maxima.
-int GreedyAction(const float* q, int num_actions) {
-  int best = 0;
-  for (int a = 0; a < num_actions; ++a) {
-    if (std::isnan(q[a])) return a;
-    if (q[a] > q[best]) best = a;
-  }
-  return best;
-}
-
-// A FastMlp of `net` where its forward gives LibTorch's bits at the batch sizes an evaluation of
-// `episodes` runs (from `episodes` down to 1 as episodes end; checked at both ends and the
-// middle, as VectorActor checks its own); nothing for a net off the CPU, without the BLAS
-// sgemm_, or where the bits differ.
-std::optional<models::FastMlp> ExactFastMlp(models::QNetwork& net, int episodes) {
-  if (!models::FastMlp::Available() || !net->parameters().front().device().is_cpu()) {
-    return std::nullopt;
-  }
-  models::FastMlp fast(*net);
-  for (int batch : {1, (episodes + 1) / 2, episodes}) {
-    if (!models::ForwardMatchesLibTorch(*net, fast, batch, /*seed=*/batch)) return std::nullopt;
-  }
-  return fast;
-}
-
-}  // namespace
 
 Result<EvalResult> EvaluateGreedy(models::QNetwork& net, const std::string& env_id, int episodes,
                                   uint64_t seed, models::Inference inference) {
@@ -50,8 +19,12 @@ Result<EvalResult> EvaluateGreedy(models::QNetwork& net, const std::string& env_
     if (!env.ok()) return env.status();
     envs.push_back(std::move(env).value());
   }
+  // An evaluation's batches shrink from `episodes` to 1 as episodes end: checked at both ends
+  // and the middle, as VectorActor checks its own.
   std::optional<models::FastMlp> fast;
-  if (inference != models::Inference::kLibTorch) fast = ExactFastMlp(net, episodes);
+  if (inference != models::Inference::kLibTorch && net->parameters().front().device().is_cpu()) {
+    fast = models::ExactFastMlp(*net, {1, (episodes + 1) / 2, episodes});
+  }
   if (inference == models::Inference::kFastMlp && !fast) {
     return InvalidArgument(
         "the fast MLP forward does not reproduce LibTorch's for this network here (a network "
@@ -90,7 +63,7 @@ Result<EvalResult> EvaluateGreedy(models::QNetwork& net, const std::string& env_
     std::vector<int> still_active;
     for (int j = 0; j < n; ++j) {
       const int i = active[j];
-      const float action = static_cast<float>(GreedyAction(q + j * num_actions, num_actions));
+      const float action = static_cast<float>(models::ArgMax(q + j * num_actions, num_actions));
       float* o = &obs[static_cast<size_t>(i) * obs_dim];
       const envs::StepResult r = envs[i]->Step(&action, o);
       returns[i] += r.reward;

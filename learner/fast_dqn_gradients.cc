@@ -89,15 +89,6 @@ void ReluMask(const float* output, size_t size, float* grad) {
   for (; k < size; ++k) grad[k] = output[k] <= 0.f ? 0.f : grad[k];
 }
 
-// Index of the first largest of `n` values, as torch::argmax picks it.
-int ArgMax(const float* values, int n) {
-  int best = 0;
-  for (int a = 1; a < n; ++a) {
-    if (values[a] > values[best]) best = a;
-  }
-  return best;
-}
-
 }  // namespace
 
 bool FastDqnGradients::Available() { return models::FastMlp::Available(); }
@@ -156,8 +147,9 @@ DqnLoss FastDqnGradients::Compute(models::QNetworkImpl& online, models::QNetwork
                 " is outside [0, ", actions, ")");
     const float* next_row = q_target + static_cast<size_t>(i) * actions;
     const float q_next =
-        double_dqn ? next_row[ArgMax(q_online_next + static_cast<size_t>(i) * actions, actions)]
-                   : next_row[ArgMax(next_row, actions)];
+        double_dqn
+            ? next_row[models::ArgMax(q_online_next + static_cast<size_t>(i) * actions, actions)]
+            : next_row[models::ArgMax(next_row, actions)];
     const float y = r[i] + d[i] * q_next;
     const float q = q_all[static_cast<size_t>(i) * actions + a[i]];
     td_out[i] = y - q;

@@ -4,6 +4,7 @@
 #include <xmmintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
 
@@ -116,6 +117,24 @@ bool ForwardMatchesLibTorch(QNetworkImpl& net, FastMlp& fast, int batch, uint64_
   const float* mine = fast.Forward(obs.data(), batch);
   return q.numel() == static_cast<int64_t>(batch) * fast.num_actions() &&
          std::memcmp(q.data_ptr<float>(), mine, q.numel() * sizeof(float)) == 0;
+}
+
+std::optional<FastMlp> ExactFastMlp(QNetworkImpl& net, std::initializer_list<int> batches) {
+  if (!FastMlp::Available()) return std::nullopt;
+  FastMlp fast(net);
+  for (int batch : batches) {
+    if (!ForwardMatchesLibTorch(net, fast, batch, /*seed=*/batch)) return std::nullopt;
+  }
+  return fast;
+}
+
+int ArgMax(const float* values, int n) {
+  int best = 0;
+  for (int a = 0; a < n; ++a) {
+    if (std::isnan(values[a])) return a;
+    if (values[a] > values[best]) best = a;
+  }
+  return best;
 }
 
 void UseOneInferenceThread() { torch::set_num_threads(1); }

@@ -22,6 +22,8 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <initializer_list>
+#include <optional>
 #include <vector>
 
 #include "models/q_network.h"
@@ -90,6 +92,15 @@ void LinearForward(const float* weight, const float* bias, int in, int out, cons
 // Whether fast.Forward gives exactly the bits of net->forward on `batch`
 // observations drawn from N(0, 1) with `seed` (and a few set to 0 and -0).
 bool ForwardMatchesLibTorch(QNetworkImpl& net, FastMlp& fast, int batch, uint64_t seed);
+
+// A FastMlp of `net` (on the CPU) where its forward gives net->forward's bits at every batch
+// size in `batches` (ForwardMatchesLibTorch, seeded with the size); nothing without the BLAS
+// sgemm_ or where the bits differ.
+std::optional<FastMlp> ExactFastMlp(QNetworkImpl& net, std::initializer_list<int> batches);
+
+// The index of the largest of `n` values as torch::argmax picks it: the first NaN, else the
+// first of equal maxima.
+int ArgMax(const float* values, int n);
 
 // Keeps LibTorch's intra-op pool at one thread: an actor is one process per
 // core. The BLAS's own threads cannot be set from here: Debian's libblas.so.3
