@@ -23,10 +23,20 @@ namespace {
 std::atomic<bool> g_learner_ended{false};
 void OnLearnerEnded(int) { g_learner_ended.store(true); }
 
+// Installs the handler, then unblocks SIGUSR1: `ferry run` starts shards with it blocked, so
+// one sent before this point is pending, not fatal, and arrives now.
+void HandleLearnerEnded() {
+  signal(SIGUSR1, OnLearnerEnded);
+  sigset_t usr1;
+  sigemptyset(&usr1);
+  sigaddset(&usr1, SIGUSR1);
+  sigprocmask(SIG_UNBLOCK, &usr1, nullptr);
+}
+
 }  // namespace
 
 Status ServeReplayShard(const core::Config& config, int shard, const std::atomic<bool>& stop) {
-  signal(SIGUSR1, OnLearnerEnded);
+  HandleLearnerEnded();
   core::SetLogName("replay-" + std::to_string(shard));
   auto probe = envs::MakeEnv(config.env.id, 0);
   if (!probe.ok()) return probe.status();

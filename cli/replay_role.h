@@ -17,7 +17,8 @@ namespace ferry::cli {
 
 // Serves replay shard `shard` of `config` until `stop`; logs what it does under "replay-K".
 // SIGUSR1 says the learner has ended: from then on the shard admits every insert (ShardServer::
-// Serve's `learner_ended`).
+// Serve's `learner_ended`). A starter that blocks SIGUSR1 before exec (`ferry run` does) keeps
+// one sent before the handler is in place pending instead of fatal: it is unblocked here.
 Status ServeReplayShard(const core::Config& config, int shard, const std::atomic<bool>& stop);
 
 }  // namespace ferry::cli

@@ -63,6 +63,8 @@ std::string LastError(const std::string& log_path) {
   return last.empty() ? "see " + log_path : last;
 }
 
+bool IsReplay(const Child& child) { return child.name.rfind("replay-", 0) == 0; }
+
 pid_t Spawn(const Child& child, const std::string& log_path) {
   const pid_t parent = getpid();
   const pid_t pid = fork();
@@ -80,6 +82,15 @@ pid_t Spawn(const Child& child, const std::string& log_path) {
   }
   const int devnull = open("/dev/null", O_RDONLY);
   if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+  // A shard is told the learner has ended by SIGUSR1 (StopAll), which ends a process that has
+  // no handler for it yet: blocked across exec, one sent early waits until the shard's handler
+  // is in place (cli/replay_role.cc unblocks it then).
+  if (IsReplay(child)) {
+    sigset_t usr1;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &usr1, nullptr);
+  }
   std::vector<char*> args;
   for (const auto& a : child.argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -345,7 +356,7 @@ void StopAll(std::vector<Child>& children, bool learner_finished) {
   auto is_learner = [](const Child& c) { return c.is_learner; };
   if (!learner_finished) StopGroup(children, is_learner);
   for (auto& c : children) {
-    if (c.pid > 0 && c.name.rfind("replay-", 0) == 0) kill(-c.pid, SIGUSR1);
+    if (c.pid > 0 && IsReplay(c)) kill(-c.pid, SIGUSR1);
   }
   StopGroup(children, [](const Child& c) { return c.name.rfind("actor-", 0) == 0; });
   StopGroup(children, [&](const Child& c) { return !c.is_learner; });

@@ -47,16 +47,29 @@ std::string ReadText(const fs::path& path) {
   return s.str();
 }
 
+// Whether a started shard is sent SIGUSR1 ("the learner has ended") before it runs.
+enum class EarlyLearnerEnded { kNo, kYes };
+
 // One `ferry replay --shard 0` process, its output in `log`. Killed when the object goes.
 class ReplayProcess {
  public:
-  ReplayProcess(const std::vector<std::string>& args, fs::path log) : log_(std::move(log)) {
+  ReplayProcess(const std::vector<std::string>& args, fs::path log,
+                EarlyLearnerEnded early = EarlyLearnerEnded::kNo)
+      : log_(std::move(log)) {
     std::fflush(nullptr);  // Or the child would write our buffered output again.
-    std::fflush(nullptr);  // Or the child flushes our buffered output a second time.
     pid_ = fork();
     if (pid_ == 0) {
       if (std::freopen(log_.c_str(), "w", stdout) == nullptr) _exit(126);
       dup2(STDOUT_FILENO, STDERR_FILENO);
+      if (early == EarlyLearnerEnded::kYes) {
+        // As `ferry run` starts a shard (SIGUSR1 blocked across exec), with the signal sent
+        // before the shard could install its handler: it stays pending through exec.
+        sigset_t usr1;
+        sigemptyset(&usr1);
+        sigaddset(&usr1, SIGUSR1);
+        sigprocmask(SIG_BLOCK, &usr1, nullptr);
+        raise(SIGUSR1);
+      }
       std::vector<char*> argv = {const_cast<char*>(FERRY_BINARY)};
       for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
       argv.push_back(nullptr);
@@ -313,6 +326,34 @@ TEST_CASE("a replay shard SIGKILLed mid-snapshot restarts exactly-once; SIGTERM 
   }
   CHECK(killed_mid_write >= 1);
   CHECK(writer.resent_batches() >= static_cast<int64_t>(frozen_out.size()));
+  fs::remove_all(dir);
+}
+
+// `ferry run` may tell a shard that the learner has ended before the shard has installed its
+// handler (a learner that fails at start-up, Ctrl-C): the signal must wait for the handler,
+// not end the shard before it writes its final snapshot.
+TEST_CASE("a replay shard sent SIGUSR1 before its handler is in place acts on it and serves") {
+  const fs::path dir = fs::temp_directory_path() / ("ferry-it-usr1-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const int port = ferry::testing::RunPorts();
+  const std::vector<std::string> args = {"replay",
+                                         "--config",
+                                         std::string(FERRY_SOURCE_DIR) + "/configs/cartpole.yaml",
+                                         "--shard",
+                                         "0",
+                                         "--set",
+                                         "replay.shards=1",
+                                         "--set",
+                                         "network.replay_port=" + std::to_string(port),
+                                         "--set",
+                                         "replay.snapshot_dir=" + (dir / "snapshots").string()};
+  ReplayProcess shard(args, dir / "replay.log", EarlyLearnerEnded::kYes);
+  REQUIRE_MESSAGE(shard.WaitForLog("the learner has ended", 20), shard.Log());
+  zmq::context_t context(1);
+  ferry::replay::testing::RawClient client(context, ferry::replay::testing::LoopbackEndpoint(port));
+  CHECK(client.Stats().mass.size == 0);
+  CHECK(shard.Stop(SIGTERM, 10) == 0);
   fs::remove_all(dir);
 }
 
