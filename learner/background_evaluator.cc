@@ -11,9 +11,10 @@ BackgroundEvaluator::BackgroundEvaluator(const UpdaterOptions& options, std::str
     : env_id_(std::move(env_id)),
       episodes_(episodes),
       seed_(seed),
-      copy_(options.obs_dim, options.num_actions, options.hidden),
+      copies_{models::QNetwork(options.obs_dim, options.num_actions, options.hidden),
+              models::QNetwork(options.obs_dim, options.num_actions, options.hidden)},
       worker_([this] { Work(); }) {
-  copy_->eval();
+  for (auto& copy : copies_) copy->eval();
 }
 
 BackgroundEvaluator::~BackgroundEvaluator() {
@@ -31,8 +32,9 @@ void BackgroundEvaluator::Work() {
     cv_.wait(lock, [this] { return quit_ || (started_ && !done_); });
     // A started evaluation runs even when quit_ is set: the destructor waits for it.
     if (!started_ || done_) return;
+    models::QNetwork& policy = *running_.policy;
     lock.unlock();
-    Result<EvalResult> result = EvaluateGreedy(copy_, env_id_, episodes_, seed_);
+    Result<EvalResult> result = EvaluateGreedy(policy, env_id_, episodes_, seed_);
     lock.lock();
     result_ = std::move(result);
     done_ = true;
@@ -43,10 +45,12 @@ void BackgroundEvaluator::Work() {
 std::optional<FinishedEval> BackgroundEvaluator::Start(models::QNetwork& online, int64_t updates,
                                                        int64_t env_steps, double time) {
   std::optional<FinishedEval> previous = Wait();
-  models::CopyParameters(*online, *copy_);
+  models::QNetwork& copy = copies_[next_copy_];
+  next_copy_ = 1 - next_copy_;
+  models::CopyParameters(*online, *copy);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    running_ = FinishedEval{updates, env_steps, time, EvalResult{}, &copy_};
+    running_ = FinishedEval{updates, env_steps, time, EvalResult{}, &copy};
     started_ = true;
     done_ = false;
   }

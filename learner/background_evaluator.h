@@ -7,7 +7,8 @@
 //   evaluator:                 [ EvaluateGreedy(copy) ...................... ]
 //
 // One evaluation runs at a time: Start waits for the one before to finish and
-// returns its result, so none is dropped and results come back in order. The
+// returns its result, so none is dropped and results come back in order; the
+// copy that result hands back is not the one Start fills next. The
 // evaluator's thread is started by its constructor and runs on the CPUs the
 // constructing thread had then (core/cpu_affinity.h: the learner constructs it
 // before its update thread takes a CPU of its own).
@@ -69,7 +70,10 @@ class BackgroundEvaluator {
   const std::string env_id_;
   const int episodes_;
   const uint64_t seed_;
-  models::QNetwork copy_;
+  // Evaluations alternate between two copies: the one Start returns (or Poll or Wait did) keeps
+  // the parameters it was scored on while the next evaluation plays the other.
+  models::QNetwork copies_[2];
+  int next_copy_ = 0;     // The copy the next Start fills.
   FinishedEval running_;  // The running evaluation's copy data; its result comes in result_.
   double waited_seconds_ = 0;
 

@@ -72,17 +72,20 @@ TEST_CASE("a background evaluation plays the copy taken when it was due") {
 TEST_CASE("every background evaluation comes back once, in the order they were started") {
   models::QNetwork first = SeededNet(1);
   models::QNetwork second = SeededNet(2);
+  const std::vector<torch::Tensor> first_params = Parameters(first);
   const std::vector<torch::Tensor> second_params = Parameters(second);
   BackgroundEvaluator evaluator(SmallOptions(), "CartPole-v1", 3, 5);
   CHECK_FALSE(evaluator.Wait());
   CHECK_FALSE(evaluator.Poll());
 
   CHECK_FALSE(evaluator.Start(first, 1, 10, 0.1));
-  // Starting the next one hands back the one before, finished.
+  // Starting the next one hands back the one before, finished, with the copy it scored: the
+  // learner keeps that copy as its best policy while the next evaluation plays.
   const auto one = evaluator.Start(second, 2, 20, 0.2);
   REQUIRE(one);
   CHECK(one->updates == 1);
   CHECK(one->result.ok());
+  CHECK(SameParameters(*one->policy, first_params));
 
   // Poll never waits: bounded here by a deadline while the evaluation finishes.
   std::optional<FinishedEval> two;
