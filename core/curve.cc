@@ -9,6 +9,8 @@
 #include <fstream>
 #include <vector>
 
+#include "core/wire.h"
+
 namespace ferry::core {
 namespace {
 
@@ -202,12 +204,15 @@ ZapAuthenticator::~ZapAuthenticator() {
 void ZapAuthenticator::Serve() {
   while (!stop_.load()) {
     zmq::pollitem_t item{handler_.handle(), 0, ZMQ_POLLIN, 0};
-    if (zmq::poll(&item, 1, std::chrono::milliseconds(100)) == 0) continue;
+    if (Poll(&item, 1, 100) == 0) continue;
     // version, request id, domain, address, routing id, mechanism, credentials...
     std::vector<zmq::message_t> request;
     do {
       request.emplace_back();
-      if (!handler_.recv(request.back(), zmq::recv_flags::dontwait)) break;
+      if (!RetryInterrupted(
+              [&] { return handler_.recv(request.back(), zmq::recv_flags::dontwait); })) {
+        break;
+      }
     } while (request.back().more());
     bool allowed = false;
     if (request.size() >= 7 && request[5].to_string() == "CURVE" && request[6].size() == 32) {
@@ -221,8 +226,8 @@ void ZapAuthenticator::Serve() {
         "1.0", request_id, allowed ? "200" : "400", allowed ? "OK" : "client key not authorized",
         "",    ""};
     for (size_t i = 0; i < 6; ++i) {
-      handler_.send(zmq::buffer(reply[i]),
-                    i + 1 < 6 ? zmq::send_flags::sndmore : zmq::send_flags::none);
+      const auto flags = i + 1 < 6 ? zmq::send_flags::sndmore : zmq::send_flags::none;
+      RetryInterrupted([&] { return handler_.send(zmq::buffer(reply[i]), flags); });
     }
   }
 }

@@ -103,14 +103,16 @@ void Send(zmq::socket_t& socket, MessageType type, uint32_t sender, uint64_t seq
           std::optional<uint32_t> payload_crc) {
   const Header h = MakeHeader(type, sender, sequence, payload, payload_crc);
   if (routing_id != nullptr) {
-    socket.send(zmq::const_buffer(routing_id->data(), routing_id->size()),
-                zmq::send_flags::sndmore);
+    RetryInterrupted([&] {
+      return socket.send(zmq::const_buffer(routing_id->data(), routing_id->size()),
+                         zmq::send_flags::sndmore);
+    });
   }
   const auto header_flags = payload.empty() ? zmq::send_flags::none : zmq::send_flags::sndmore;
-  socket.send(zmq::const_buffer(&h, sizeof(h)), header_flags);
+  RetryInterrupted([&] { return socket.send(zmq::const_buffer(&h, sizeof(h)), header_flags); });
   for (size_t i = 0; i < payload.size(); ++i) {
-    socket.send(payload[i],
-                i + 1 < payload.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+    const auto flags = i + 1 < payload.size() ? zmq::send_flags::sndmore : zmq::send_flags::none;
+    RetryInterrupted([&] { return socket.send(payload[i], flags); });
   }
 }
 
@@ -152,13 +154,16 @@ Result<Message> Decode(std::vector<zmq::message_t> frames) {
 std::vector<zmq::message_t> ReceiveFrames(zmq::socket_t& socket, size_t max_frames) {
   std::vector<zmq::message_t> frames;
   zmq::message_t frame;
-  if (!socket.recv(frame, zmq::recv_flags::dontwait)) return frames;
+  if (!RetryInterrupted([&] { return socket.recv(frame, zmq::recv_flags::dontwait); })) {
+    return frames;
+  }
   bool more = frame.more();
   frames.push_back(std::move(frame));
   // The rest of a multipart message is already here: ZeroMQ delivers it atomically.
   while (more) {
     zmq::message_t next;
-    FERRY_CHECK(socket.recv(next, zmq::recv_flags::none).has_value());
+    FERRY_CHECK(
+        RetryInterrupted([&] { return socket.recv(next, zmq::recv_flags::none); }).has_value());
     more = next.more();
     if (frames.size() < max_frames) frames.push_back(std::move(next));
   }

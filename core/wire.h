@@ -13,6 +13,7 @@
 #define FERRY_CORE_WIRE_H_
 
 #include <cereal/archives/binary.hpp>
+#include <cerrno>
 #include <cstdint>
 #include <optional>
 #include <sstream>
@@ -81,6 +82,21 @@ void Send(zmq::socket_t& socket, MessageType type, uint32_t sender, uint64_t seq
 // zmq::poll that treats a signal's interruption (EINTR) as "nothing ready",
 // so a SIGTERM reaches the caller's stop flag instead of an exception.
 int Poll(zmq::pollitem_t* items, size_t count, int timeout_ms);
+
+// Runs `call`, a socket's send or recv, again while ZeroMQ reports a signal's interruption
+// (EINTR). Any call can report one, a non-blocking one too (it looks at the socket's command
+// pipe with a zero-timeout poll, which a pending signal interrupts), and it has then done
+// nothing. The caller sees its stop flag, set by the signal's handler, at its next check.
+template <typename Call>
+auto RetryInterrupted(Call call) -> decltype(call()) {
+  while (true) {
+    try {
+      return call();
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) throw;
+    }
+  }
+}
 
 // Validates and splits received frames (without any routing id).
 Result<Message> Decode(std::vector<zmq::message_t> frames);

@@ -111,7 +111,7 @@ std::optional<WeightsBlob> WeightsSubscriber::Poll() {
   }
   std::optional<WeightsBlob> newest;
   zmq::message_t packed;
-  while (sub_.recv(packed, zmq::recv_flags::dontwait)) {
+  while (core::RetryInterrupted([&] { return sub_.recv(packed, zmq::recv_flags::dontwait); })) {
     Receive(core::Unpack(std::move(packed)), &newest);
   }
   while (true) {

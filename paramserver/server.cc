@@ -139,8 +139,8 @@ void ParamServer::Adopt(WeightsMeta meta, zmq::message_t blob) {
   std::vector<zmq::message_t> payload;
   uint32_t crc = 0;
   const MessageType type = LatestPayload(&payload, &crc);
-  pub_.send(core::Pack(type, 0, static_cast<uint64_t>(meta.version), payload, crc),
-            zmq::send_flags::dontwait);
+  zmq::message_t packed = core::Pack(type, 0, static_cast<uint64_t>(meta.version), payload, crc);
+  core::RetryInterrupted([&] { return pub_.send(packed, zmq::send_flags::dontwait); });
 }
 
 void ParamServer::ForgetOldVersions() {

@@ -1,11 +1,15 @@
 #include "core/wire.h"
 
 #include <doctest/doctest.h>
+#include <pthread.h>
+#include <signal.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/crc32c.h"
@@ -223,6 +227,61 @@ TEST_CASE("Decode bounds the number of payload frames") {
   };
   CHECK(Decode(message_of(kMaxPayloadFrames)).ok());
   CheckRejected(Decode(message_of(kMaxPayloadFrames + 1)), "too many frames");
+}
+
+std::atomic<int> g_signals_handled{0};
+void CountSignal(int) { g_signals_handled.fetch_add(1); }
+
+// A process stopping on SIGTERM gets the signal in whatever ZeroMQ call it is making, and ZeroMQ
+// reports it as EINTR even from a non-blocking recv on an empty socket: Send and ReceiveFrames
+// must go on, not throw (an actor stopped by Slurm died of it).
+TEST_CASE("Send and ReceiveFrames carry on through a storm of signals") {
+  struct sigaction action {};
+  action.sa_handler = CountSignal;  // No SA_RESTART, as signal handlers in the roles.
+  sigemptyset(&action.sa_mask);
+  struct sigaction previous {};
+  REQUIRE(sigaction(SIGUSR2, &action, &previous) == 0);
+  zmq::context_t context(1);
+  zmq::socket_t a(context, zmq::socket_type::pair);
+  zmq::socket_t b(context, zmq::socket_type::pair);
+  a.bind("inproc://signals");
+  b.connect("inproc://signals");
+
+  const pthread_t target = pthread_self();
+  std::atomic<bool> done{false};
+  std::thread storm([&] {
+    while (!done.load()) {
+      pthread_kill(target, SIGUSR2);
+      std::this_thread::sleep_for(std::chrono::microseconds(5));
+    }
+  });
+  int received = 0;
+  bool in_order = true;
+  std::string thrown;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  try {
+    for (uint64_t i = 0; std::chrono::steady_clock::now() < deadline; ++i) {
+      std::vector<zmq::message_t> payload;
+      payload.push_back(Frame("x"));
+      Send(a, MessageType::kInsertBatch, 1, i, std::move(payload));
+      std::vector<zmq::message_t> frames;
+      while ((frames = ReceiveFrames(b)).empty()) {
+      }
+      in_order = in_order && Decode(std::move(frames))->header.sequence == i;
+      ++received;
+      while (!ReceiveFrames(b).empty()) in_order = false;  // Empty: the call that met EINTR.
+    }
+  } catch (const zmq::error_t& e) {
+    thrown = e.what();
+  }
+  done.store(true);
+  storm.join();
+  sigaction(SIGUSR2, &previous, nullptr);
+  INFO("after ", received, " messages");
+  CHECK(thrown == "");
+  CHECK(in_order);
+  CHECK(received > 1000);
+  CHECK(g_signals_handled.load() > 1000);
 }
 
 TEST_CASE("ReceiveFrames drains an oversized message and keeps at most max_frames") {
