@@ -31,6 +31,13 @@ inline constexpr uint32_t kMagic = 0x59525246;  // "FRRY" little-endian.
 inline constexpr uint16_t kProtocolVersion = 3;
 inline constexpr size_t kHeaderBytes = 32;
 inline constexpr size_t kMaxPayloadFrames = 64;
+// How long a socket that carries multipart messages keeps delivering what it has queued once
+// it is closed. Not 0: libzmq 4.3 aborts ("Resource temporarily unavailable",
+// src/session_base.cpp) when a connection drops just after a socket closed with linger 0, while
+// its I/O thread is part-way through sending a multipart message. A lingering socket can still
+// read the rest of that message and drop it, so the drop is handled; closing waits at most this
+// long for a peer that does not read.
+inline constexpr int kLingerMs = 100;
 
 enum class MessageType : uint16_t {
   kInsertBatch = 1,

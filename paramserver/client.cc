@@ -27,7 +27,7 @@ constexpr double kChunkRetryS = 1.0;
 
 WeightsPublisher::WeightsPublisher(zmq::context_t& context, const std::string& endpoint)
     : endpoint_(endpoint), socket_(context, zmq::socket_type::dealer) {
-  socket_.set(zmq::sockopt::linger, 0);
+  socket_.set(zmq::sockopt::linger, core::kLingerMs);
   socket_.set(zmq::sockopt::sndhwm, 4);
   core::SecureClientSocket(socket_);
   socket_.connect(endpoint);
@@ -77,7 +77,7 @@ WeightsSubscriber::WeightsSubscriber(zmq::context_t& context, const std::string&
     : endpoint_(endpoint),
       dealer_(context, zmq::socket_type::dealer),
       sub_(context, zmq::socket_type::sub) {
-  dealer_.set(zmq::sockopt::linger, 0);
+  dealer_.set(zmq::sockopt::linger, core::kLingerMs);
   // A blob bigger than any server accepts is dropped by ZeroMQ before it is allocated.
   for (zmq::socket_t* s : {&dealer_, &sub_}) {
     s->set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(kMaxBlobBytes + 4096));

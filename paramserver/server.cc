@@ -6,6 +6,7 @@
 
 #include "core/curve.h"
 #include "core/log.h"
+#include "core/wire.h"
 #include "paramserver/client.h"
 
 namespace ferry::paramserver {
@@ -27,7 +28,7 @@ ParamServer::ParamServer(zmq::context_t& context, ServerOptions options)
       options_(std::move(options)),
       router_(context, zmq::socket_type::router),
       pub_(context, zmq::socket_type::pub) {
-  router_.set(zmq::sockopt::linger, 0);
+  router_.set(zmq::sockopt::linger, core::kLingerMs);
   core::SecureServerSocket(router_);
   core::SecureServerSocket(pub_);
   router_.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(options_.max_blob_bytes + 4096));

@@ -14,6 +14,7 @@
 
 #include "core/curve.h"
 #include "core/log.h"
+#include "core/wire.h"
 
 namespace ferry::replay {
 
@@ -370,7 +371,7 @@ Result<InspectReport> DecodeInspectReply(const Message& reply, const std::string
 
 LiveInspector::LiveInspector(zmq::context_t& context, InspectOptions options)
     : options_(std::move(options)), socket_(context, zmq::socket_type::dealer) {
-  socket_.set(zmq::sockopt::linger, 0);
+  socket_.set(zmq::sockopt::linger, core::kLingerMs);
   core::SecureClientSocket(socket_);
 }
 

@@ -46,7 +46,7 @@ ReplaySampler::ReplaySampler(zmq::context_t& context, std::vector<std::string> e
       mass_(endpoints_.size()) {
   for (const auto& endpoint : endpoints_) {
     sockets_.emplace_back(context, zmq::socket_type::dealer);
-    sockets_.back().set(zmq::sockopt::linger, 0);
+    sockets_.back().set(zmq::sockopt::linger, core::kLingerMs);
     // Bounded by the largest legal reply, so an oversized one is dropped before it is allocated.
     sockets_.back().set(zmq::sockopt::maxmsgsize,
                         int64_t{kMaxBatchRows} * (static_cast<int64_t>(schema_.row_bytes()) +

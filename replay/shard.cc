@@ -5,6 +5,7 @@
 
 #include "core/curve.h"
 #include "core/log.h"
+#include "core/wire.h"
 
 namespace ferry::replay {
 
@@ -42,7 +43,7 @@ ShardServer::ShardServer(zmq::context_t& context, ShardOptions options)
                options_.samples_per_insert_tolerance),
       rng_(options_.seed),
       snapshots_(options_.snapshot_dir, options_.shard_id, options_.snapshot_period_seconds) {
-  socket_.set(zmq::sockopt::linger, 0);
+  socket_.set(zmq::sockopt::linger, core::kLingerMs);
   // Bounded by the largest legal insert, so an oversized message is dropped by
   // ZeroMQ before it is allocated.
   const int64_t max_message =

@@ -45,7 +45,7 @@ ReplayWriter::ReplayWriter(zmq::context_t& context, std::vector<std::string> end
       options_(options) {
   for (const auto& endpoint : endpoints_) {
     Shard shard{zmq::socket_t(context, zmq::socket_type::dealer), 0, 0, {}, {}};
-    shard.socket.set(zmq::sockopt::linger, 0);
+    shard.socket.set(zmq::sockopt::linger, core::kLingerMs);
     shard.socket.set(zmq::sockopt::maxmsgsize, int64_t{64} << 10);  // Acks are small.
     shard.socket.set(zmq::sockopt::reconnect_ivl, kReconnectIntervalMs);
     shard.socket.set(zmq::sockopt::reconnect_ivl_max, kReconnectIntervalMaxMs);
