@@ -98,8 +98,8 @@ struct LearnerOptions {
   double checkpoint_period_seconds = 60;  // Also on SIGTERM; into <run.dir>/checkpoints.
   int checksum_period = 1000;             // Updates between cross-rank parameter checks.
   // With `ferry run` on one machine: rank r's update thread runs on CPU update_cpu + r (mod the
-  // CPUs online) alone, the rest of the run on the other CPUs (core/cpu_affinity.h); -1: the
-  // kernel places every thread.
+  // CPUs online) alone, the rest of the run on the other CPUs and rank 0's evaluations on any CPU
+  // at idle priority (core/cpu_affinity.h); -1: the kernel places every thread.
   int update_cpu = -1;
   // The target network's Q-values of each batch computed on the sampling thread, ahead of the
   // update (learner/target_ahead.h); only where the update runs without autograd.

@@ -54,6 +54,15 @@ Status RunOn(const std::vector<int>& cpus) {
   return Status::Ok();
 }
 
+Status RunOnIdleTime(const std::vector<int>& cpus) {
+  FERRY_RETURN_IF_ERROR(RunOn(cpus));
+  const sched_param param{};  // SCHED_IDLE has one priority, 0.
+  if (sched_setscheduler(0, SCHED_IDLE, &param) != 0) {
+    return Unavailable("cannot run at idle priority: " + std::string(std::strerror(errno)));
+  }
+  return Status::Ok();
+}
+
 Status MoveProcessTo(const std::vector<int>& cpus) {
   auto set = CpuSet(cpus);
   if (!set.ok()) return set.status();

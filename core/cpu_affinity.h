@@ -1,8 +1,9 @@
 // CPU affinity for runs on one machine. The learner's update thread is the busiest
 // thread of a run and sets its pace; with `learner.update_cpu` set it gets a CPU of
 // its own, and every other process and thread of the run (actors, shards, the
-// paramserver, the learner's sampling, network and evaluation threads) the CPUs
-// left. Without it the kernel moves the update thread between CPUs and shares them
+// paramserver, the learner's sampling and network threads) the CPUs left; the
+// learner's evaluation thread runs on every CPU at idle priority (RunOnIdleTime).
+// Without it the kernel moves the update thread between CPUs and shares them
 // with the rest: on 2 cores that cost CartPole's learner a fifth of its updates.
 //
 // `ferry run` starts its roles on every CPU, so that loading LibTorch in four
@@ -34,6 +35,11 @@ std::vector<int> CpusLeft(int first, int ranks);
 
 // Restricts the calling thread, and the threads and processes it starts from now on, to `cpus`.
 Status RunOn(const std::vector<int>& cpus);
+
+// RunOn(cpus), and the calling thread at the kernel's idle priority (SCHED_IDLE): it runs on a
+// CPU of `cpus` only while that CPU has nothing else to run. There is no way back to the normal
+// priority for a thread without privileges.
+Status RunOnIdleTime(const std::vector<int>& cpus);
 
 // The CPUs the calling thread may run on, ascending.
 std::vector<int> AllowedCpus();

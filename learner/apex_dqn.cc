@@ -169,12 +169,6 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
     core::Log("checkpoint (%s) %s in %.0f ms", why, path.c_str(), (core::NowSeconds() - t) * 1e3);
   };
 
-  // Rank 0's periodic evaluations run beside its updates (learner/background_evaluator.h).
-  std::unique_ptr<BackgroundEvaluator> evaluator;
-  if (rank == 0) {
-    evaluator = std::make_unique<BackgroundEvaluator>(
-        *options, config.env.id, config.learner.eval_episodes, PeriodicEvalSeed(config));
-  }
   double last_eval = NAN;
   auto record_eval = [&](const FinishedEval& done) {
     if (done.result.ok()) last_eval = done.result->mean_return;
@@ -208,11 +202,22 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
 
   // Started: every thread to the CPUs `ferry run` leaves the rest of the run; then this one,
   // the update thread, to its own (after every helper thread has started where it could run).
+  const std::vector<int> start_cpus = core::AllowedCpus();
   FERRY_RETURN_IF_ERROR(core::MoveToRunCpus());
   if (config.learner.update_cpu >= 0) {
     const int cpu = core::UpdateCpu(config.learner.update_cpu, rank);
     FERRY_RETURN_IF_ERROR(core::RunOn({cpu}));
     core::Log("update thread on CPU %d", cpu);
+  }
+  // Rank 0's periodic evaluations run beside its updates (learner/background_evaluator.h). With
+  // the update thread on a CPU of its own they take the time left on any CPU the learner started
+  // on: on 2 cores the rest of the run keeps CPU 0 busy while the update thread waits for
+  // batches on CPU 1, and there they play out instead.
+  std::unique_ptr<BackgroundEvaluator> evaluator;
+  if (rank == 0) {
+    evaluator = std::make_unique<BackgroundEvaluator>(
+        *options, config.env.id, config.learner.eval_episodes, PeriodicEvalSeed(config),
+        config.learner.update_cpu >= 0 ? start_cpus : std::vector<int>{});
   }
   const double start = core::NowSeconds() - counters.elapsed_seconds;
   double wait_replay = 0, wait_allreduce = 0, compute = 0, rate_limited = 0;

@@ -2,15 +2,17 @@
 
 #include <utility>
 
+#include "core/cpu_affinity.h"
 #include "core/log.h"
 
 namespace ferry::learner {
 
 BackgroundEvaluator::BackgroundEvaluator(const UpdaterOptions& options, std::string env_id,
-                                         int episodes, uint64_t seed)
+                                         int episodes, uint64_t seed, std::vector<int> idle_cpus)
     : env_id_(std::move(env_id)),
       episodes_(episodes),
       seed_(seed),
+      idle_cpus_(std::move(idle_cpus)),
       copies_{models::QNetwork(options.obs_dim, options.num_actions, options.hidden),
               models::QNetwork(options.obs_dim, options.num_actions, options.hidden)},
       worker_([this] { Work(); }) {
@@ -27,6 +29,10 @@ BackgroundEvaluator::~BackgroundEvaluator() {
 }
 
 void BackgroundEvaluator::Work() {
+  if (!idle_cpus_.empty()) {
+    const Status idle = core::RunOnIdleTime(idle_cpus_);
+    if (!idle.ok()) core::Log("evaluations at normal priority: %s", idle.message().c_str());
+  }
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     cv_.wait(lock, [this] { return quit_ || (started_ && !done_); });

@@ -10,8 +10,10 @@
 // returns its result, so none is dropped and results come back in order; the
 // copy that result hands back is not the one Start fills next. The
 // evaluator's thread is started by its constructor and runs on the CPUs the
-// constructing thread had then (core/cpu_affinity.h: the learner constructs it
-// before its update thread takes a CPU of its own).
+// constructing thread has then, or, given `idle_cpus`, on those at the kernel's
+// idle priority: a learner whose update thread has a CPU of its own evaluates in
+// the time that CPU and the others leave (the update thread's waits for batches),
+// and when that is not enough, Start's wait for the evaluation before is such a time.
 #ifndef FERRY_LEARNER_BACKGROUND_EVALUATOR_H_
 #define FERRY_LEARNER_BACKGROUND_EVALUATOR_H_
 
@@ -21,6 +23,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/metrics.h"
 #include "core/status.h"
@@ -43,9 +46,10 @@ struct FinishedEval {
 class BackgroundEvaluator {
  public:
   // Evaluations of `episodes` episodes of `env_id` from env seed `seed` (the same start states
-  // every time), of networks shaped as `options` says.
+  // every time), of networks shaped as `options` says; at idle priority on `idle_cpus` unless
+  // that is empty (core::RunOnIdleTime; logged and left when the kernel refuses).
   BackgroundEvaluator(const UpdaterOptions& options, std::string env_id, int episodes,
-                      uint64_t seed);
+                      uint64_t seed, std::vector<int> idle_cpus = {});
   // Waits for a running evaluation (its result is dropped) and stops the thread.
   ~BackgroundEvaluator();
   BackgroundEvaluator(const BackgroundEvaluator&) = delete;
@@ -70,6 +74,7 @@ class BackgroundEvaluator {
   const std::string env_id_;
   const int episodes_;
   const uint64_t seed_;
+  const std::vector<int> idle_cpus_;
   // Evaluations alternate between two copies: the one Start returns (or Poll or Wait did) keeps
   // the parameters it was scored on while the next evaluation plays the other.
   models::QNetwork copies_[2];

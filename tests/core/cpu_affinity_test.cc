@@ -2,6 +2,7 @@
 #include "core/cpu_affinity.h"
 
 #include <doctest/doctest.h>
+#include <sched.h>
 #include <stdlib.h>
 
 #include <atomic>
@@ -49,6 +50,28 @@ TEST_CASE("RunOn restricts the calling thread and what it starts, not the other 
   const Status refused = RunOn({-1});
   CHECK(refused.code() == StatusCode::kInvalidArgument);
   CHECK(AllowedCpus() == before);
+}
+
+TEST_CASE("RunOnIdleTime puts the calling thread alone at idle priority on the CPUs given") {
+  const std::vector<int> before = AllowedCpus();
+  REQUIRE_FALSE(before.empty());
+  const int cpu = before.front();
+  int policy = -1;
+  std::vector<int> placed;
+  std::thread worker([&] {
+    REQUIRE(RunOnIdleTime({cpu}).ok());
+    policy = sched_getscheduler(0);
+    placed = AllowedCpus();
+  });
+  worker.join();
+  CHECK(policy == SCHED_IDLE);
+  CHECK(placed == std::vector<int>{cpu});
+  CHECK(sched_getscheduler(0) == SCHED_OTHER);
+  CHECK(AllowedCpus() == before);
+
+  std::thread refused([&] { policy = RunOnIdleTime({-1}).ok() ? -1 : sched_getscheduler(0); });
+  refused.join();
+  CHECK(policy == SCHED_OTHER);  // Not placed: the priority is left as it was.
 }
 
 TEST_CASE("MoveProcessTo moves threads already running, and MoveToRunCpus reads FERRY_RUN_CPUS") {

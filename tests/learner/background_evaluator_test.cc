@@ -3,14 +3,20 @@
 #include <torch/torch.h>
 // After LibTorch: the glog it includes defines CHECK too, and doctest's must win.
 #include <doctest/doctest.h>
+#include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/cpu_affinity.h"
 #include "learner/background_evaluator.h"
 
 namespace ferry::learner {
@@ -101,6 +107,41 @@ TEST_CASE("every background evaluation comes back once, in the order they were s
   CHECK_FALSE(evaluator.Poll());
   CHECK_FALSE(evaluator.Wait());
   CHECK(evaluator.waited_seconds() >= 0.0);
+}
+
+// The scheduling policy of each thread of this process (field 41 of /proc/self/task/*/stat).
+std::vector<int> ThreadPolicies() {
+  std::vector<int> policies;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream in(task.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::istringstream fields(stat.substr(stat.rfind(')') + 2));  // The name may hold spaces.
+    std::string field;
+    for (int i = 3; i <= 41 && fields >> field; ++i) {
+      if (i == 41) policies.push_back(std::stoi(field));
+    }
+  }
+  return policies;
+}
+
+TEST_CASE("an evaluator given idle CPUs plays at idle priority there, with the same result") {
+  models::QNetwork online = SeededNet(9);
+  const auto expected = EvaluateGreedy(online, "CartPole-v1", 5, 13);
+  REQUIRE(expected.ok());
+  const auto idle = [] {
+    const std::vector<int> policies = ThreadPolicies();
+    return std::count(policies.begin(), policies.end(), SCHED_IDLE);
+  };
+  REQUIRE(idle() == 0);
+
+  BackgroundEvaluator evaluator(SmallOptions(), "CartPole-v1", 5, 13, core::AllowedCpus());
+  CHECK_FALSE(evaluator.Start(online, 1, 10, 0.1));
+  const auto done = evaluator.Wait();
+  REQUIRE(done);
+  REQUIRE(done->result.ok());
+  CHECK(done->result->mean_return == expected->mean_return);
+  CHECK(idle() == 1);  // The evaluator's thread; this one keeps its priority.
+  CHECK(sched_getscheduler(0) == SCHED_OTHER);
 }
 
 TEST_CASE("a background evaluation that cannot run returns its error") {
