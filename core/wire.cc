@@ -125,6 +125,11 @@ int Poll(zmq::pollitem_t* items, size_t count, int timeout_ms) {
   }
 }
 
+bool CanSend(zmq::socket_t& socket) {
+  const int events = RetryInterrupted([&] { return socket.get(zmq::sockopt::events); });
+  return (events & ZMQ_POLLOUT) != 0;
+}
+
 Result<Message> Decode(std::vector<zmq::message_t> frames) {
   if (frames.empty()) return InvalidArgument("empty message");
   if (frames[0].size() != kHeaderBytes) {

@@ -105,6 +105,11 @@ auto RetryInterrupted(Call call) -> decltype(call()) {
   }
 }
 
+// Whether `socket` would take a message now (ZMQ_POLLOUT among its ZMQ_EVENTS). Reading the
+// events runs the socket's pending commands, which a signal interrupts as it does a recv: that
+// is retried as RetryInterrupted does.
+bool CanSend(zmq::socket_t& socket);
+
 // Validates and splits received frames (without any routing id).
 Result<Message> Decode(std::vector<zmq::message_t> frames);
 

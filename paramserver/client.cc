@@ -213,8 +213,7 @@ void WeightsSubscriber::AdvanceFetch() {
     fetch_->blob = zmq::message_t(announced_.bytes);
     fetch_->progressed_at = now;
     RequestChunks();
-  } else if (fetch_ && now - fetch_->progressed_at >= kChunkRetryS &&
-             (dealer_.get(zmq::sockopt::events) & ZMQ_POLLOUT)) {
+  } else if (fetch_ && now - fetch_->progressed_at >= kChunkRetryS && core::CanSend(dealer_)) {
     // Unanswered for a while (the server restarted, or its replies were lost): ask again
     // for every chunk not in place, unless the server is not even taking requests.
     fetch_->requested = fetch_->received;

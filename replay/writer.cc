@@ -13,12 +13,6 @@ using core::MessageType;
 
 namespace {
 
-// While a shard is down its queue on our side fills up; a send into a full
-// queue would block this actor for good, so sends wait for room instead.
-bool HasRoom(zmq::socket_t& socket) {
-  return (socket.get(zmq::sockopt::events) & ZMQ_POLLOUT) != 0;
-}
-
 // A frame that takes over `bytes` instead of copying them. ZeroMQ frees the
 // buffer when the last message sharing it is gone (a re-send shares it too),
 // possibly on one of its I/O threads.
@@ -119,8 +113,10 @@ Status ReplayWriter::Write(int count, std::vector<std::vector<uint8_t>> columns,
 
   Shard& shard = shards_[k];
   const uint64_t sequence = shard.next_sequence++;
-  // Without room it stays unsent (sent_at 0) and Poll sends it once there is.
-  if (HasRoom(shard.socket)) SendBatch(shard, sequence, batch);
+  // While a shard is down its queue on our side fills up, and a send into a full queue would
+  // block this actor for good: without room the batch stays unsent (sent_at 0) and Poll sends it
+  // once there is.
+  if (core::CanSend(shard.socket)) SendBatch(shard, sequence, batch);
   shard.unacked.emplace(sequence, std::move(batch));
   Poll(0);
   return Status::Ok();
@@ -157,7 +153,7 @@ void ReplayWriter::Poll(int timeout_ms) {
     const double now = core::NowSeconds();
     for (auto& [sequence, batch] : shard.unacked) {
       if (now - batch.sent_at < options_.resend_after) continue;
-      if (!HasRoom(shard.socket)) break;
+      if (!core::CanSend(shard.socket)) break;
       SendBatch(shard, sequence, batch);
       ++resent_batches_;
     }

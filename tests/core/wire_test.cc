@@ -233,9 +233,9 @@ std::atomic<int> g_signals_handled{0};
 void CountSignal(int) { g_signals_handled.fetch_add(1); }
 
 // A process stopping on SIGTERM gets the signal in whatever ZeroMQ call it is making, and ZeroMQ
-// reports it as EINTR even from a non-blocking recv on an empty socket: Send and ReceiveFrames
-// must go on, not throw (an actor stopped by Slurm died of it).
-TEST_CASE("Send and ReceiveFrames carry on through a storm of signals") {
+// reports it as EINTR even from a non-blocking recv on an empty socket or a read of ZMQ_EVENTS:
+// Send, ReceiveFrames and CanSend must go on, not throw (actors stopped by Slurm died of both).
+TEST_CASE("Send, ReceiveFrames and CanSend carry on through a storm of signals") {
   struct sigaction action {};
   action.sa_handler = CountSignal;  // No SA_RESTART, as signal handlers in the roles.
   sigemptyset(&action.sa_mask);
@@ -256,7 +256,7 @@ TEST_CASE("Send and ReceiveFrames carry on through a storm of signals") {
     }
   });
   int received = 0;
-  bool in_order = true;
+  bool in_order = true, can_send = true;
   std::string thrown;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
   try {
@@ -270,6 +270,7 @@ TEST_CASE("Send and ReceiveFrames carry on through a storm of signals") {
       in_order = in_order && Decode(std::move(frames))->header.sequence == i;
       ++received;
       while (!ReceiveFrames(b).empty()) in_order = false;  // Empty: the call that met EINTR.
+      can_send = can_send && CanSend(a);  // An empty queue's room, asked as actors ask.
     }
   } catch (const zmq::error_t& e) {
     thrown = e.what();
@@ -280,6 +281,7 @@ TEST_CASE("Send and ReceiveFrames carry on through a storm of signals") {
   INFO("after ", received, " messages");
   CHECK(thrown == "");
   CHECK(in_order);
+  CHECK(can_send);
   CHECK(received > 1000);
   CHECK(g_signals_handled.load() > 1000);
 }
