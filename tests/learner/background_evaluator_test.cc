@@ -9,9 +9,6 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -109,17 +106,11 @@ TEST_CASE("every background evaluation comes back once, in the order they were s
   CHECK(evaluator.waited_seconds() >= 0.0);
 }
 
-// The scheduling policy of each thread of this process (field 41 of /proc/self/task/*/stat).
+// The scheduling policy of each thread of this process (sched_getscheduler takes a thread id).
 std::vector<int> ThreadPolicies() {
   std::vector<int> policies;
   for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
-    std::ifstream in(task.path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::istringstream fields(stat.substr(stat.rfind(')') + 2));  // The name may hold spaces.
-    std::string field;
-    for (int i = 3; i <= 41 && fields >> field; ++i) {
-      if (i == 41) policies.push_back(std::stoi(field));
-    }
+    policies.push_back(sched_getscheduler(std::stoi(task.path().filename().string())));
   }
   return policies;
 }
