@@ -42,6 +42,27 @@ double SumOfSquares(const float* x, int64_t n) {
   return sum;
 }
 
+// Sets the calling thread's SSE unit to flush subnormal results and inputs to zero for its
+// lifetime, then restores the mode that was there. A ReLU unit that stopped firing has zero
+// gradients, so its first moments shrink by beta1 every step down through the subnormal range
+// (under 1.2e-38), where this machine's multiplies slow to a crawl: in a CartPole run of the
+// tuned config this step was 40% of the update thread's perf samples, and 6% with the flush.
+// Values that small move no parameter by anything a float can hold.
+class FlushSubnormals {
+ public:
+  FlushSubnormals() : saved_(_mm_getcsr()) {
+    _mm_setcsr(saved_ | kFlushToZero | kDenormalsAreZero);
+  }
+  ~FlushSubnormals() { _mm_setcsr(saved_); }
+  FlushSubnormals(const FlushSubnormals&) = delete;
+  FlushSubnormals& operator=(const FlushSubnormals&) = delete;
+
+ private:
+  static constexpr unsigned int kFlushToZero = 0x8000;
+  static constexpr unsigned int kDenormalsAreZero = 0x0040;
+  const unsigned int saved_;
+};
+
 void CheckFloatCpu(const torch::Tensor& t, const char* what) {
   TORCH_CHECK(t.is_cpu() && t.scalar_type() == torch::kFloat32 && t.is_contiguous(), what,
               " is not a contiguous float32 CPU tensor");
@@ -50,6 +71,7 @@ void CheckFloatCpu(const torch::Tensor& t, const char* what) {
 }  // namespace
 
 void ClipAndStep(torch::optim::Adam& optimizer, double max_grad_norm) {
+  const FlushSubnormals flush;
   double squares = 0;
   for (auto& group : optimizer.param_groups()) {
     for (const auto& p : group.params()) {

@@ -9,8 +9,10 @@
 //
 // It reads and writes the optimizer's own state (moments, step count) under the keys
 // Adam::step uses, so the two steps can take turns and checkpoints do not tell which ran.
-// Values agree with LibTorch's to float rounding. For float32 CPU parameters and Adam
-// without weight decay or AMSGrad (c10::Error otherwise).
+// Values agree with LibTorch's to float rounding, except that values under float's smallest
+// normal (1.2e-38) are taken and written as zero: the step runs with the SSE unit's flush-to-
+// zero and denormals-are-zero modes on, and restores the caller's mode before it returns.
+// For float32 CPU parameters and Adam without weight decay or AMSGrad (c10::Error otherwise).
 #ifndef FERRY_LEARNER_FUSED_ADAM_H_
 #define FERRY_LEARNER_FUSED_ADAM_H_
 

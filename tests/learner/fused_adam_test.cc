@@ -2,7 +2,9 @@
 
 #include <doctest/doctest.h>
 #include <torch/torch.h>
+#include <xmmintrin.h>
 
+#include <limits>
 #include <vector>
 
 namespace ferry::learner {
@@ -72,6 +74,34 @@ TEST_CASE("the fused step keeps Adam's own state: the two steps can take turns")
     CHECK(state.step() == 2);
     CHECK(state.exp_avg().abs().max().item<float>() > 0);
   }
+}
+
+TEST_CASE("the fused step flushes subnormal moments to zero and leaves the caller's float mode") {
+  // MXCSR's control bits: rounding, exception masks, flush-to-zero, denormals-are-zero (the
+  // low six bits are sticky exception flags the arithmetic sets).
+  const auto modes = [] { return _mm_getcsr() & ~0x3Fu; };
+  const unsigned int before = modes();
+  Twins twins;
+  twins.SetGradients(1.f, 3);
+  ClipAndStep(twins.fused_adam, 100.0);
+  // A unit whose gradient has been zero long enough: its first moment is subnormal.
+  const float subnormal = std::numeric_limits<float>::min() / 4;
+  for (auto& p : twins.fused->parameters()) {
+    auto& state = static_cast<torch::optim::AdamParamState&>(
+        *twins.fused_adam.state().at(c10::guts::to_string(p.unsafeGetTensorImpl())));
+    state.exp_avg().fill_(subnormal);
+    p.mutable_grad().zero_();
+  }
+  ClipAndStep(twins.fused_adam, 100.0);
+  CHECK(modes() == before);
+  for (const auto& p : twins.fused->parameters()) {
+    const auto& state = static_cast<const torch::optim::AdamParamState&>(
+        *twins.fused_adam.state().at(c10::guts::to_string(p.unsafeGetTensorImpl())));
+    CHECK(state.exp_avg().abs().max().item<float>() == 0);  // Not 0.9 x subnormal.
+  }
+  // The caller's own arithmetic still keeps subnormals.
+  volatile float kept = subnormal;
+  CHECK(kept * 0.5f > 0);
 }
 
 TEST_CASE("the fused step refuses what it does not implement") {
