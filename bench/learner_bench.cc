@@ -7,6 +7,8 @@
 //                    R = 1 vs R = ranks, without autograd (ferry's CPU path) vs with it,
 //                    with the target values computed ahead on a second thread or not,
 //                    matmul FLOP/s vs sgemm
+//   adam           the clip + Adam step alone, ferry's fused one vs LibTorch's, over ordinary
+//                    and over subnormal first moments (units whose gradients stopped)
 //   least_squares  the LS refit's phases (features, Gram, allreduce, Cholesky, CG)
 //                    for N rows x d features, R = 1 vs R = ranks
 //
@@ -16,7 +18,7 @@
 // Every rank runs one thread (LibTorch's and the BLAS's), so R ranks use R cores. Bus bandwidth is
 // algbw * 2 (R - 1) / R with algbw = bytes / time (NCCL's convention): the link traffic an
 // optimal allreduce needs, comparable across R and with memcpy.
-//   usage: learner_bench [--quick] [--only=allreduce|update|least_squares]
+//   usage: learner_bench [--quick] [--only=allreduce|update|adam|least_squares]
 #include <dlfcn.h>
 #include <mpi.h>
 #include <torch/torch.h>
@@ -25,6 +27,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,6 +40,7 @@
 #include "core/queue.h"
 #include "learner/dqn_loss.h"
 #include "learner/dqn_updater.h"
+#include "learner/fused_adam.h"
 #include "learner/gradient_reducer.h"
 #include "learner/linalg/allreducer.h"
 #include "learner/linalg/least_squares.h"
@@ -549,6 +553,86 @@ void UpdateBench(const Settings& s, const SgemmRates& sgemm) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// adam
+
+// The clip + Adam step alone on the tuned configs' network (zoo_mlp's 67k parameters), with the
+// first moments a live learner holds: ordinary ones under ordinary gradients, or subnormal ones
+// under zero gradients, as in a ReLU unit that stopped firing, whose moments decay by beta1
+// each step through the range under 1.2e-38. ferry's fused step (learner/fused_adam.h), which
+// flushes them to zero, against the same step keeping them and LibTorch's clip_grad_norm_ and
+// Adam::step. Every call first refills the moments so that each
+// step sees them; "refill" times that alone. On rank 0 while the others sleep.
+void AdamBench(const Settings& s) {
+  if (Rank() == 0) {
+    const ModelSpec& spec = Models().back();
+    torch::nn::Sequential net;
+    int in = spec.obs_dim;
+    for (int width : spec.hidden) {
+      net->push_back(torch::nn::Linear(in, width));
+      in = width;
+    }
+    net->push_back(torch::nn::Linear(in, spec.num_actions));
+    const std::vector<torch::Tensor> params = net->parameters();
+    torch::optim::Adam adam(params, torch::optim::AdamOptions(1e-4));
+    for (const torch::Tensor& p : params) p.mutable_grad() = torch::zeros_like(p);
+    learner::ClipAndStep(adam, 1.0);  // Creates the moments.
+    std::vector<torch::Tensor> first, second;
+    int64_t count = 0;
+    for (const torch::Tensor& p : params) {
+      auto& state = static_cast<torch::optim::AdamParamState&>(
+          *adam.state().at(c10::guts::to_string(p.unsafeGetTensorImpl())));
+      first.push_back(state.exp_avg());
+      second.push_back(state.exp_avg_sq());
+      count += p.numel();
+    }
+    const float subnormal = std::numeric_limits<float>::min() / 4;
+    for (const bool stopped : {false, true}) {
+      torch::manual_seed(2);
+      for (const torch::Tensor& p : params) {
+        p.mutable_grad() = stopped ? torch::zeros_like(p) : 1e-3 * torch::randn_like(p);
+      }
+      const auto refill = [&] {
+        for (torch::Tensor& m : first) m.fill_(stopped ? subnormal : 1e-4f);
+        for (torch::Tensor& v : second) v.fill_(1e-8f);
+      };
+      const std::vector<std::function<void()>> steps = {
+          [&] {
+            refill();
+            learner::ClipAndStep(adam, /*max_grad_norm=*/1e9);
+          },
+          [&] {
+            refill();
+            learner::ClipAndStep(adam, 1e9, learner::Subnormals::kKeep);
+          },
+          [&] {
+            refill();
+            torch::nn::utils::clip_grad_norm_(params, 1e9);
+            adam.step();
+          },
+          refill};
+      std::vector<std::vector<double>> ms(steps.size());
+      for (int round = 0; round < s.rounds; ++round) {
+        for (size_t k = 0; k < steps.size(); ++k) {
+          ms[k].push_back(1e3 * TimeCollective(MPI_COMM_SELF, s.window_s, steps[k]).wall);
+        }
+      }
+      const char* names[] = {"ferry", "ferry, keeping subnormals", "LibTorch"};
+      for (size_t k = 0; k < 3; ++k) {
+        JsonLine line("adam");
+        line.Add("model", spec.name)
+            .Add("parameters", count)
+            .Add("moments", stopped ? "subnormal" : "ordinary")
+            .Add("step", names[k]);
+        AddSpread(line, "ms", Summarize(ms[k]), 1.0);
+        line.Add("refill_ms", Median(ms[3])).Add("rounds", s.rounds).Add("load1", Load1());
+        line.Print();
+      }
+    }
+  }
+  SleepingBarrier();
+}
+
+// ---------------------------------------------------------------------------------------------
 // least squares
 
 constexpr int64_t kFeatureBlock = 4096;
@@ -740,12 +824,13 @@ int Main(int argc, char** argv) {
     if (arg == "--quick") {
       settings = QuickSettings();
     } else if (arg.rfind("--only=", 0) == 0 &&
-               (arg == "--only=allreduce" || arg == "--only=update" ||
+               (arg == "--only=allreduce" || arg == "--only=update" || arg == "--only=adam" ||
                 arg == "--only=least_squares")) {
       only = arg.substr(7);
     } else {
       if (Rank() == 0) {
-        std::cerr << "usage: learner_bench [--quick] [--only=allreduce|update|least_squares]\n";
+        std::cerr
+            << "usage: learner_bench [--quick] [--only=allreduce|update|adam|least_squares]\n";
       }
       MPI_Finalize();
       return 2;
@@ -768,6 +853,7 @@ int Main(int argc, char** argv) {
     AllreduceChunkBench(settings);
   }
   if (run("update")) UpdateBench(settings, SgemmBench(settings));
+  if (run("adam")) AdamBench(settings);
   if (run("least_squares")) LeastSquaresBench(settings);
   JsonLine done("done");
   done.Add("seconds", core::NowSeconds() - start).Add("load1", Load1());

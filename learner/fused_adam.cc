@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace ferry::learner {
@@ -70,8 +71,9 @@ void CheckFloatCpu(const torch::Tensor& t, const char* what) {
 
 }  // namespace
 
-void ClipAndStep(torch::optim::Adam& optimizer, double max_grad_norm) {
-  const FlushSubnormals flush;
+void ClipAndStep(torch::optim::Adam& optimizer, double max_grad_norm, Subnormals subnormals) {
+  std::optional<FlushSubnormals> flush;
+  if (subnormals == Subnormals::kFlush) flush.emplace();
   double squares = 0;
   for (auto& group : optimizer.param_groups()) {
     for (const auto& p : group.params()) {

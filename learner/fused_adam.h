@@ -20,7 +20,12 @@
 
 namespace ferry::learner {
 
-void ClipAndStep(torch::optim::Adam& optimizer, double max_grad_norm);
+// Whether the step flushes subnormals to zero (the learner's) or keeps them, as LibTorch's step
+// does (bench/learner_bench.cc times the two).
+enum class Subnormals { kFlush, kKeep };
+
+void ClipAndStep(torch::optim::Adam& optimizer, double max_grad_norm,
+                 Subnormals subnormals = Subnormals::kFlush);
 
 }  // namespace ferry::learner
 

@@ -102,6 +102,19 @@ TEST_CASE("the fused step flushes subnormal moments to zero and leaves the calle
   // The caller's own arithmetic still keeps subnormals.
   volatile float kept = subnormal;
   CHECK(kept * 0.5f > 0);
+
+  // Asked to keep them, the step decays them as LibTorch's does.
+  for (const auto& p : twins.fused->parameters()) {
+    auto& state = static_cast<torch::optim::AdamParamState&>(
+        *twins.fused_adam.state().at(c10::guts::to_string(p.unsafeGetTensorImpl())));
+    state.exp_avg().fill_(subnormal);
+  }
+  ClipAndStep(twins.fused_adam, 100.0, Subnormals::kKeep);
+  for (const auto& p : twins.fused->parameters()) {
+    const auto& state = static_cast<const torch::optim::AdamParamState&>(
+        *twins.fused_adam.state().at(c10::guts::to_string(p.unsafeGetTensorImpl())));
+    CHECK(state.exp_avg().min().item<float>() == subnormal * 0.9f);
+  }
 }
 
 TEST_CASE("the fused step refuses what it does not implement") {
