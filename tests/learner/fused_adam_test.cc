@@ -34,6 +34,13 @@ struct Twins {
   }
 };
 
+// The first moment Adam keeps for `p`.
+torch::Tensor& FirstMoment(torch::optim::Adam& adam, const torch::Tensor& p) {
+  return static_cast<torch::optim::AdamParamState&>(
+             *adam.state().at(c10::guts::to_string(p.unsafeGetTensorImpl())))
+      .exp_avg();
+}
+
 void CheckSame(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
   REQUIRE(a.size() == b.size());
   for (size_t i = 0; i < a.size(); ++i) {
@@ -87,33 +94,23 @@ TEST_CASE("the fused step flushes subnormal moments to zero and leaves the calle
   // A unit whose gradient has been zero long enough: its first moment is subnormal.
   const float subnormal = std::numeric_limits<float>::min() / 4;
   for (auto& p : twins.fused->parameters()) {
-    auto& state = static_cast<torch::optim::AdamParamState&>(
-        *twins.fused_adam.state().at(c10::guts::to_string(p.unsafeGetTensorImpl())));
-    state.exp_avg().fill_(subnormal);
+    FirstMoment(twins.fused_adam, p).fill_(subnormal);
     p.mutable_grad().zero_();
   }
   ClipAndStep(twins.fused_adam, 100.0);
   CHECK(modes() == before);
   for (const auto& p : twins.fused->parameters()) {
-    const auto& state = static_cast<const torch::optim::AdamParamState&>(
-        *twins.fused_adam.state().at(c10::guts::to_string(p.unsafeGetTensorImpl())));
-    CHECK(state.exp_avg().abs().max().item<float>() == 0);  // Not 0.9 x subnormal.
+    CHECK(FirstMoment(twins.fused_adam, p).abs().max().item<float>() == 0);  // Not 0.9 x it.
   }
   // The caller's own arithmetic still keeps subnormals.
   volatile float kept = subnormal;
   CHECK(kept * 0.5f > 0);
 
   // Asked to keep them, the step decays them as LibTorch's does.
-  for (const auto& p : twins.fused->parameters()) {
-    auto& state = static_cast<torch::optim::AdamParamState&>(
-        *twins.fused_adam.state().at(c10::guts::to_string(p.unsafeGetTensorImpl())));
-    state.exp_avg().fill_(subnormal);
-  }
+  for (const auto& p : twins.fused->parameters()) FirstMoment(twins.fused_adam, p).fill_(subnormal);
   ClipAndStep(twins.fused_adam, 100.0, Subnormals::kKeep);
   for (const auto& p : twins.fused->parameters()) {
-    const auto& state = static_cast<const torch::optim::AdamParamState&>(
-        *twins.fused_adam.state().at(c10::guts::to_string(p.unsafeGetTensorImpl())));
-    CHECK(state.exp_avg().min().item<float>() == subnormal * 0.9f);
+    CHECK(FirstMoment(twins.fused_adam, p).min().item<float>() == subnormal * 0.9f);
   }
 }
 
