@@ -63,6 +63,15 @@ Status RunOnIdleTime(const std::vector<int>& cpus) {
   return Status::Ok();
 }
 
+Status RunAtNormalPriority(pid_t tid) {
+  const sched_param param{};  // SCHED_OTHER has one priority, 0.
+  if (sched_setscheduler(tid, SCHED_OTHER, &param) != 0) {
+    return Unavailable("cannot return thread " + std::to_string(tid) +
+                       " to normal priority: " + std::string(std::strerror(errno)));
+  }
+  return Status::Ok();
+}
+
 Status MoveProcessTo(const std::vector<int>& cpus) {
   auto set = CpuSet(cpus);
   if (!set.ok()) return set.status();

@@ -15,6 +15,8 @@
 #ifndef FERRY_CORE_CPU_AFFINITY_H_
 #define FERRY_CORE_CPU_AFFINITY_H_
 
+#include <sys/types.h>
+
 #include <string>
 #include <vector>
 
@@ -37,9 +39,13 @@ std::vector<int> CpusLeft(int first, int ranks);
 Status RunOn(const std::vector<int>& cpus);
 
 // RunOn(cpus), and the calling thread at the kernel's idle priority (SCHED_IDLE): it runs on a
-// CPU of `cpus` only while that CPU has nothing else to run. There is no way back to the normal
-// priority for a thread without privileges.
+// CPU of `cpus` only while that CPU has nothing else to run.
 Status RunOnIdleTime(const std::vector<int>& cpus);
+
+// Puts thread `tid` (a thread id, as gettid returns) of this process back at the normal priority
+// (SCHED_OTHER). Leaving SCHED_IDLE needs CAP_SYS_NICE (root has it) or an RLIMIT_NICE of 20;
+// Unavailable otherwise.
+Status RunAtNormalPriority(pid_t tid);
 
 // The CPUs the calling thread may run on, ascending.
 std::vector<int> AllowedCpus();

@@ -1,5 +1,8 @@
 #include "learner/background_evaluator.h"
 
+#include <sched.h>
+#include <unistd.h>
+
 #include <utility>
 
 #include "core/cpu_affinity.h"
@@ -17,6 +20,9 @@ BackgroundEvaluator::BackgroundEvaluator(const UpdaterOptions& options, std::str
               models::QNetwork(options.obs_dim, options.num_actions, options.hidden)},
       worker_([this] { Work(); }) {
   for (auto& copy : copies_) copy->eval();
+  // Until the thread has placed itself, a wait could not tell which thread to raise.
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return placed_; });
 }
 
 BackgroundEvaluator::~BackgroundEvaluator() {
@@ -29,16 +35,27 @@ BackgroundEvaluator::~BackgroundEvaluator() {
 }
 
 void BackgroundEvaluator::Work() {
+  bool idle = false;
   if (!idle_cpus_.empty()) {
-    const Status idle = core::RunOnIdleTime(idle_cpus_);
-    if (!idle.ok()) core::Log("evaluations at normal priority: %s", idle.message().c_str());
+    const Status placed = core::RunOnIdleTime(idle_cpus_);
+    if (!placed.ok()) core::Log("evaluations at normal priority: %s", placed.message().c_str());
+    idle = placed.ok();
   }
   std::unique_lock<std::mutex> lock(mu_);
+  if (idle) worker_tid_ = gettid();
+  placed_ = true;
+  cv_.notify_all();
   while (true) {
     cv_.wait(lock, [this] { return quit_ || (started_ && !done_); });
     // A started evaluation runs even when quit_ is set: the destructor waits for it.
     if (!started_ || done_) return;
     models::QNetwork& policy = *running_.policy;
+    if (idle && raised_for_ != started_count_) {
+      // Back to idle priority, should a wait for the evaluation before have raised it (one that
+      // waits for this evaluation already has, if raised_for_ names it).
+      const sched_param param{};
+      sched_setscheduler(0, SCHED_IDLE, &param);
+    }
     lock.unlock();
     Result<EvalResult> result = EvaluateGreedy(policy, env_id_, episodes_, seed_);
     lock.lock();
@@ -58,6 +75,7 @@ std::optional<FinishedEval> BackgroundEvaluator::Start(models::QNetwork& online,
     std::lock_guard<std::mutex> lock(mu_);
     running_ = FinishedEval{updates, env_steps, time, EvalResult{}, &copy};
     started_ = true;
+    ++started_count_;
     done_ = false;
   }
   cv_.notify_all();
@@ -74,6 +92,15 @@ std::optional<FinishedEval> BackgroundEvaluator::Wait() {
   std::unique_lock<std::mutex> lock(mu_);
   if (!started_) return std::nullopt;
   const double t = core::NowSeconds();
+  if (!done_ && worker_tid_ != 0 && !raise_refused_) {
+    const Status raised = core::RunAtNormalPriority(worker_tid_);
+    raised_for_ = started_count_;
+    if (!raised.ok()) {
+      raise_refused_ = true;
+      core::Log("evaluations the learner waits for stay at idle priority: %s",
+                raised.message().c_str());
+    }
+  }
   cv_.wait(lock, [this] { return done_; });
   waited_seconds_ += core::NowSeconds() - t;
   return Collect();

@@ -14,8 +14,14 @@
 // idle priority: a learner whose update thread has a CPU of its own evaluates in
 // the time that CPU and the others leave (the update thread's waits for batches),
 // and when that is not enough, Start's wait for the evaluation before is such a time.
+// An evaluation that Start or Wait waits for runs at the normal priority until it ends
+// (where the process may raise it back: core::RunAtNormalPriority), so that other
+// programs busy on every CPU cannot starve it while the learner waits; the next
+// evaluation starts at idle priority again.
 #ifndef FERRY_LEARNER_BACKGROUND_EVALUATOR_H_
 #define FERRY_LEARNER_BACKGROUND_EVALUATOR_H_
+
+#include <sys/types.h>
 
 #include <condition_variable>
 #include <cstdint>
@@ -81,12 +87,17 @@ class BackgroundEvaluator {
   int next_copy_ = 0;     // The copy the next Start fills.
   FinishedEval running_;  // The running evaluation's copy data; its result comes in result_.
   double waited_seconds_ = 0;
+  bool raise_refused_ = false;  // Raising the evaluator's priority failed once: not tried again.
 
   std::mutex mu_;
   std::condition_variable cv_;
   bool started_ = false;  // Started and not yet collected.
   bool done_ = false;     // result_ holds the running evaluation's result.
   bool quit_ = false;
+  bool placed_ = false;        // The evaluator thread runs where, and at the priority, it should.
+  pid_t worker_tid_ = 0;       // Its thread id when that priority is idle; 0 otherwise.
+  int64_t started_count_ = 0;  // Evaluations started so far.
+  int64_t raised_for_ = 0;     // The evaluation (started_count_) a wait last raised.
   Result<EvalResult> result_ = EvalResult{};
   std::thread worker_;  // Last: starts once the members above exist.
 };

@@ -106,6 +106,16 @@ TEST_CASE("every background evaluation comes back once, in the order they were s
   CHECK(evaluator.waited_seconds() >= 0.0);
 }
 
+// Polls `evaluator` until its evaluation has finished (at most 30 s), without waiting on it.
+std::optional<FinishedEval> PollFor(BackgroundEvaluator& evaluator) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (auto done = evaluator.Poll()) return done;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return std::nullopt;
+}
+
 // The scheduling policy of each thread of this process (sched_getscheduler takes a thread id).
 std::vector<int> ThreadPolicies() {
   std::vector<int> policies;
@@ -127,12 +137,31 @@ TEST_CASE("an evaluator given idle CPUs plays at idle priority there, with the s
 
   BackgroundEvaluator evaluator(SmallOptions(), "CartPole-v1", 5, 13, core::AllowedCpus());
   CHECK_FALSE(evaluator.Start(online, 1, 10, 0.1));
-  const auto done = evaluator.Wait();
+  const auto done =
+      PollFor(evaluator);  // Not Wait: an evaluation waited for runs at normal priority.
   REQUIRE(done);
   REQUIRE(done->result.ok());
   CHECK(done->result->mean_return == expected->mean_return);
   CHECK(idle() == 1);  // The evaluator's thread; this one keeps its priority.
   CHECK(sched_getscheduler(0) == SCHED_OTHER);
+}
+
+TEST_CASE("an idle-priority evaluation that the learner waits for runs at normal priority") {
+  models::QNetwork online = SeededNet(9);
+  const auto idle = [] {
+    const std::vector<int> policies = ThreadPolicies();
+    return std::count(policies.begin(), policies.end(), SCHED_IDLE);
+  };
+  // Enough episodes that the evaluation is still playing when Wait is called at once.
+  BackgroundEvaluator evaluator(SmallOptions(), "CartPole-v1", 3000, 13, core::AllowedCpus());
+  evaluator.Start(online, 1, 10, 0.1);
+  REQUIRE(evaluator.Wait());
+  // Raising a thread out of SCHED_IDLE needs CAP_SYS_NICE; CI runs as root, which has it.
+  if (geteuid() != 0) return;
+  CHECK(idle() == 0);  // Raised while Wait waited, and until its next evaluation.
+  evaluator.Start(online, 2, 20, 0.2);
+  REQUIRE(PollFor(evaluator));
+  CHECK(idle() == 1);  // That one played at idle priority again.
 }
 
 TEST_CASE("a background evaluation that cannot run returns its error") {
