@@ -45,6 +45,7 @@
 #include "learner/linalg/allreducer.h"
 #include "learner/linalg/least_squares.h"
 #include "learner/target_ahead.h"
+#include "models/q_network.h"
 
 namespace ferry::bench {
 namespace {
@@ -560,18 +561,12 @@ void UpdateBench(const Settings& s, const SgemmRates& sgemm) {
 // under zero gradients, as in a ReLU unit that stopped firing, whose moments decay by beta1
 // each step through the range under 1.2e-38. ferry's fused step (learner/fused_adam.h), which
 // flushes them to zero, against the same step keeping them and LibTorch's clip_grad_norm_ and
-// Adam::step. Every call first refills the moments so that each
-// step sees them; "refill" times that alone. On rank 0 while the others sleep.
+// Adam::step. Every call first refills the moments so that each step sees them; "refill" times
+// that alone. On rank 0 while the others sleep.
 void AdamBench(const Settings& s) {
-  if (Rank() == 0) {
+  OnRankZero([&] {
     const ModelSpec& spec = Models().back();
-    torch::nn::Sequential net;
-    int in = spec.obs_dim;
-    for (int width : spec.hidden) {
-      net->push_back(torch::nn::Linear(in, width));
-      in = width;
-    }
-    net->push_back(torch::nn::Linear(in, spec.num_actions));
+    models::QNetwork net(spec.obs_dim, spec.num_actions, spec.hidden);
     const std::vector<torch::Tensor> params = net->parameters();
     torch::optim::Adam adam(params, torch::optim::AdamOptions(1e-4));
     for (const torch::Tensor& p : params) p.mutable_grad() = torch::zeros_like(p);
@@ -628,8 +623,8 @@ void AdamBench(const Settings& s) {
         line.Print();
       }
     }
-  }
-  SleepingBarrier();
+    return 0.0;
+  });
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -54,22 +54,25 @@ Status RunOn(const std::vector<int>& cpus) {
   return Status::Ok();
 }
 
-Status RunOnIdleTime(const std::vector<int>& cpus) {
-  FERRY_RETURN_IF_ERROR(RunOn(cpus));
-  const sched_param param{};  // SCHED_IDLE has one priority, 0.
-  if (sched_setscheduler(0, SCHED_IDLE, &param) != 0) {
-    return Unavailable("cannot run at idle priority: " + std::string(std::strerror(errno)));
+namespace {
+
+Status SetPolicy(pid_t tid, int policy, const char* name) {
+  const sched_param param{};  // SCHED_IDLE and SCHED_OTHER have one priority, 0.
+  if (sched_setscheduler(tid, policy, &param) != 0) {
+    return Unavailable(std::string("cannot run at ") + name + " priority: " + std::strerror(errno));
   }
   return Status::Ok();
 }
 
-Status RunAtNormalPriority(pid_t tid) {
-  const sched_param param{};  // SCHED_OTHER has one priority, 0.
-  if (sched_setscheduler(tid, SCHED_OTHER, &param) != 0) {
-    return Unavailable("cannot return thread " + std::to_string(tid) +
-                       " to normal priority: " + std::string(std::strerror(errno)));
-  }
-  return Status::Ok();
+}  // namespace
+
+Status RunAtIdlePriority(pid_t tid) { return SetPolicy(tid, SCHED_IDLE, "idle"); }
+
+Status RunAtNormalPriority(pid_t tid) { return SetPolicy(tid, SCHED_OTHER, "normal"); }
+
+Status RunOnIdleTime(const std::vector<int>& cpus) {
+  FERRY_RETURN_IF_ERROR(RunOn(cpus));
+  return RunAtIdlePriority(0);
 }
 
 Status MoveProcessTo(const std::vector<int>& cpus) {

@@ -42,9 +42,10 @@ Status RunOn(const std::vector<int>& cpus);
 // CPU of `cpus` only while that CPU has nothing else to run.
 Status RunOnIdleTime(const std::vector<int>& cpus);
 
-// Puts thread `tid` (a thread id, as gettid returns) of this process back at the normal priority
-// (SCHED_OTHER). Leaving SCHED_IDLE needs CAP_SYS_NICE (root has it) or an RLIMIT_NICE of 20;
-// Unavailable otherwise.
+// Puts thread `tid` of this process (a thread id, as gettid returns; 0: the calling thread) at
+// the kernel's idle priority (SCHED_IDLE), or back at the normal one (SCHED_OTHER). Leaving
+// SCHED_IDLE needs CAP_SYS_NICE (root has it) or an RLIMIT_NICE of 20; Unavailable otherwise.
+Status RunAtIdlePriority(pid_t tid);
 Status RunAtNormalPriority(pid_t tid);
 
 // The CPUs the calling thread may run on, ascending.

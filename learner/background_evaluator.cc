@@ -1,6 +1,5 @@
 #include "learner/background_evaluator.h"
 
-#include <sched.h>
 #include <unistd.h>
 
 #include <utility>
@@ -50,12 +49,9 @@ void BackgroundEvaluator::Work() {
     // A started evaluation runs even when quit_ is set: the destructor waits for it.
     if (!started_ || done_) return;
     models::QNetwork& policy = *running_.policy;
-    if (idle && raised_for_ != started_count_) {
-      // Back to idle priority, should a wait for the evaluation before have raised it (one that
-      // waits for this evaluation already has, if raised_for_ names it).
-      const sched_param param{};
-      sched_setscheduler(0, SCHED_IDLE, &param);
-    }
+    // Back to idle priority, should a wait for the evaluation before have raised it; not when
+    // one waiting for this evaluation already has.
+    if (idle && !raised_) core::RunAtIdlePriority(0);
     lock.unlock();
     Result<EvalResult> result = EvaluateGreedy(policy, env_id_, episodes_, seed_);
     lock.lock();
@@ -75,8 +71,8 @@ std::optional<FinishedEval> BackgroundEvaluator::Start(models::QNetwork& online,
     std::lock_guard<std::mutex> lock(mu_);
     running_ = FinishedEval{updates, env_steps, time, EvalResult{}, &copy};
     started_ = true;
-    ++started_count_;
     done_ = false;
+    raised_ = false;
   }
   cv_.notify_all();
   return previous;
@@ -94,7 +90,7 @@ std::optional<FinishedEval> BackgroundEvaluator::Wait() {
   const double t = core::NowSeconds();
   if (!done_ && worker_tid_ != 0 && !raise_refused_) {
     const Status raised = core::RunAtNormalPriority(worker_tid_);
-    raised_for_ = started_count_;
+    raised_ = true;
     if (!raised.ok()) {
       raise_refused_ = true;
       core::Log("evaluations the learner waits for stay at idle priority: %s",

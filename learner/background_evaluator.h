@@ -94,10 +94,9 @@ class BackgroundEvaluator {
   bool started_ = false;  // Started and not yet collected.
   bool done_ = false;     // result_ holds the running evaluation's result.
   bool quit_ = false;
-  bool placed_ = false;        // The evaluator thread runs where, and at the priority, it should.
-  pid_t worker_tid_ = 0;       // Its thread id when that priority is idle; 0 otherwise.
-  int64_t started_count_ = 0;  // Evaluations started so far.
-  int64_t raised_for_ = 0;     // The evaluation (started_count_) a wait last raised.
+  bool placed_ = false;   // The evaluator thread runs where, and at the priority, it should.
+  pid_t worker_tid_ = 0;  // Its thread id when that priority is idle; 0 otherwise.
+  bool raised_ = false;   // A wait has raised the running (or about to run) evaluation.
   Result<EvalResult> result_ = EvalResult{};
   std::thread worker_;  // Last: starts once the members above exist.
 };

@@ -125,43 +125,41 @@ std::vector<int> ThreadPolicies() {
   return policies;
 }
 
+// How many threads of this process run at idle priority.
+std::ptrdiff_t IdleThreads() {
+  const std::vector<int> policies = ThreadPolicies();
+  return std::count(policies.begin(), policies.end(), SCHED_IDLE);
+}
+
 TEST_CASE("an evaluator given idle CPUs plays at idle priority there, with the same result") {
   models::QNetwork online = SeededNet(9);
   const auto expected = EvaluateGreedy(online, "CartPole-v1", 5, 13);
   REQUIRE(expected.ok());
-  const auto idle = [] {
-    const std::vector<int> policies = ThreadPolicies();
-    return std::count(policies.begin(), policies.end(), SCHED_IDLE);
-  };
-  REQUIRE(idle() == 0);
+  REQUIRE(IdleThreads() == 0);
 
   BackgroundEvaluator evaluator(SmallOptions(), "CartPole-v1", 5, 13, core::AllowedCpus());
   CHECK_FALSE(evaluator.Start(online, 1, 10, 0.1));
-  const auto done =
-      PollFor(evaluator);  // Not Wait: an evaluation waited for runs at normal priority.
+  // Polled, not waited for: an evaluation waited for runs at normal priority.
+  const auto done = PollFor(evaluator);
   REQUIRE(done);
   REQUIRE(done->result.ok());
   CHECK(done->result->mean_return == expected->mean_return);
-  CHECK(idle() == 1);  // The evaluator's thread; this one keeps its priority.
+  CHECK(IdleThreads() == 1);  // The evaluator's thread; this one keeps its priority.
   CHECK(sched_getscheduler(0) == SCHED_OTHER);
 }
 
 TEST_CASE("an idle-priority evaluation that the learner waits for runs at normal priority") {
   models::QNetwork online = SeededNet(9);
-  const auto idle = [] {
-    const std::vector<int> policies = ThreadPolicies();
-    return std::count(policies.begin(), policies.end(), SCHED_IDLE);
-  };
   // Enough episodes that the evaluation is still playing when Wait is called at once.
   BackgroundEvaluator evaluator(SmallOptions(), "CartPole-v1", 3000, 13, core::AllowedCpus());
   evaluator.Start(online, 1, 10, 0.1);
   REQUIRE(evaluator.Wait());
   // Raising a thread out of SCHED_IDLE needs CAP_SYS_NICE; CI runs as root, which has it.
   if (geteuid() != 0) return;
-  CHECK(idle() == 0);  // Raised while Wait waited, and until its next evaluation.
+  CHECK(IdleThreads() == 0);  // Raised while Wait waited, and until its next evaluation.
   evaluator.Start(online, 2, 20, 0.2);
   REQUIRE(PollFor(evaluator));
-  CHECK(idle() == 1);  // That one played at idle priority again.
+  CHECK(IdleThreads() == 1);  // That one played at idle priority again.
 }
 
 TEST_CASE("a background evaluation that cannot run returns its error") {
