@@ -1,12 +1,14 @@
 #include "actors/weights_follower.h"
 
-#include <chrono>
 #include <utility>
+
+#include "core/wire.h"
 
 namespace ferry::actors {
 namespace {
 
-constexpr auto kPollPeriod = std::chrono::milliseconds(1);
+// The longest the thread sleeps between two looks at its stop request and its subscriber's timers.
+constexpr int kWaitMs = 20;
 
 }  // namespace
 
@@ -28,20 +30,23 @@ Result<std::optional<PreparedWeights>> WeightsFollower::Take() {
 
 void WeightsFollower::Recycle(PreparedWeights weights) {
   std::lock_guard<std::mutex> lock(mu_);
-  spare_ = std::move(weights);
+  spares_.push_back(std::move(weights));
 }
 
 void WeightsFollower::Run(const std::stop_token& stop) {
   // Made here: its sockets belong to this thread.
   paramserver::WeightsSubscriber subscriber(context_, endpoint_, broadcast_endpoint_);
   subscriber.RequestLatest();  // Poll repeats it until a first version arrives.
+  std::vector<zmq::pollitem_t> items = subscriber.PollItems();
   while (!stop.stop_requested()) {
     if (std::optional<paramserver::WeightsBlob> blob = subscriber.Poll()) {
       PreparedWeights weights;
       {
         std::lock_guard<std::mutex> lock(mu_);
-        if (spare_) weights = std::move(*spare_);
-        spare_.reset();
+        if (!spares_.empty()) {
+          weights = std::move(spares_.back());
+          spares_.pop_back();
+        }
       }
       const Status prepared = prepare_(*blob, &weights);
       std::lock_guard<std::mutex> lock(mu_);
@@ -49,10 +54,10 @@ void WeightsFollower::Run(const std::stop_token& stop) {
         error_ = prepared;
         return;
       }
-      if (latest_) spare_ = std::move(latest_);  // Superseded before the actor took it.
+      if (latest_) spares_.push_back(std::move(*latest_));  // Superseded before the actor took it.
       latest_ = std::move(weights);
     }
-    std::this_thread::sleep_for(kPollPeriod);
+    core::Poll(items.data(), items.size(), kWaitMs);
   }
 }
 

@@ -1,18 +1,20 @@
 // An actor's receiver of weight versions, on a thread of its own, so that the
 // acting loop spends no time on sockets, checksums or copies of a blob:
 //
-//   paramserver (PUB broadcast, or a fetch answer) -> WeightsSubscriber, polled
-//   by the follower thread every millisecond (its RequestLatest repeated once
-//   a second until a first version arrives) -> Prepare (the blob copied into a network
-//   the actor can swap in, VectorActor::PrepareWeights) -> latest-only slot
+//   paramserver (PUB broadcast, or a fetch answer) -> WeightsSubscriber, which the
+//   follower thread waits on (zmq poll, waking at least every 20 ms for its
+//   RequestLatest, repeated once a second until a first version arrives, and
+//   for the stop request) -> Prepare (the blob copied into a network the actor
+//   can swap in, VectorActor::PrepareWeights) -> latest-only slot
 //   -> Take() on the actor -> VectorActor::AdoptWeights -> Recycle()
 //
 // Take() is called from one thread (the actor's) and never waits for more
 // than the slot's mutex, which the follower holds only to move weights in or
-// out; a version the actor has not taken yet is replaced by a newer one and
-// its storage reused. Recycle() hands back the weights an adoption replaced,
-// so that after the first two versions preparing one allocates nothing. The
-// destructor stops and joins the thread.
+// out. A version the actor has not taken yet is replaced by a newer one, and
+// its storage goes to the spares, as do the weights an adoption replaced
+// (Recycle); a version is prepared into a spare, so a follower allocates
+// weights only while every set it has is in use (the actor's, the slot's and the
+// one being prepared): a few times per run. The destructor stops and joins the thread.
 #ifndef FERRY_ACTORS_WEIGHTS_FOLLOWER_H_
 #define FERRY_ACTORS_WEIGHTS_FOLLOWER_H_
 
@@ -22,6 +24,7 @@
 #include <stop_token>
 #include <string>
 #include <thread>
+#include <vector>
 #include <zmq.hpp>
 
 #include "actors/vector_actor.h"
@@ -56,7 +59,7 @@ class WeightsFollower {
   const Prepare prepare_;
   std::mutex mu_;
   std::optional<PreparedWeights> latest_;  // Guarded by mu_.
-  std::optional<PreparedWeights> spare_;   // Guarded by mu_.
+  std::vector<PreparedWeights> spares_;    // Guarded by mu_.
   Status error_;                           // Guarded by mu_.
   std::jthread thread_;                    // Last: started once everything it reads exists.
 };

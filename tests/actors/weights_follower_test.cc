@@ -157,6 +157,38 @@ TEST_CASE_FIXTURE(ServerFixture, "A follower fills recycled weights instead of a
   CHECK(models::ToBlob(*second->net) == BlobOf(2));
 }
 
+TEST_CASE_FIXTURE(ServerFixture,
+                  "A follower outpacing its actor allocates only while every set is in use") {
+  std::atomic<int> allocated{0};
+  WeightsFollower follower(
+      context, endpoints.first, endpoints.second,
+      [this, &allocated](const paramserver::WeightsBlob& blob, PreparedWeights* into) {
+        if (into->net.is_empty()) ++allocated;
+        return actor->PrepareWeights(blob.version, blob.data(), blob.size(), into);
+      });
+  // Versions arrive every 2 ms; the actor takes one every 10 ms, keeps it until the next, then
+  // hands it back, as AdoptWeights and Recycle do.
+  std::optional<PreparedWeights> held;
+  int taken_count = 0;
+  const double start = core::NowSeconds();
+  for (int64_t version = 1; version <= 60 && core::NowSeconds() - start < 10; ++version) {
+    Publish(version, BlobOf(version));
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    if (version % 5 != 0) continue;
+    auto taken = follower.Take();
+    REQUIRE(taken.ok());
+    if (!*taken) continue;
+    ++taken_count;
+    CHECK(models::ToBlob(*(*taken)->net) == BlobOf((*taken)->version));
+    if (held) follower.Recycle(std::move(*held));
+    held = std::move(**taken);
+  }
+  CHECK(taken_count >= 6);
+  // A new set only when none is spare: the one held, the one in the slot, the one being filled,
+  // and one the actor has taken but not yet handed back.
+  CHECK(allocated.load() <= 4);
+}
+
 TEST_CASE_FIXTURE(ServerFixture, "A blob of another architecture reaches the actor as an error") {
   WeightsFollower follower(context, endpoints.first, endpoints.second, Prepare());
   models::QNetwork wider(kObs, kActions, std::vector<int>{32});
