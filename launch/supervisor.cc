@@ -242,10 +242,13 @@ std::vector<Child> Topology(const core::Config& config, const std::string& binar
   std::vector<std::string> mpi = {"mpirun"};
   if (geteuid() == 0) mpi.push_back("--allow-run-as-root");
   // Ranks share the cores with actors and shards: no pinning, and ranks waiting
-  // in a collective yield the CPU instead of spinning on it.
+  // in a collective yield the CPU instead of spinning on it. They all run on this machine, so
+  // point-to-point goes over shared memory (ob1 over vader) without probing the network
+  // transports first: MPI_Init takes 0.09 s instead of 0.32 s.
   for (const char* a :
-       {"--oversubscribe", "--bind-to", "none", "--mca", "btl_vader_single_copy_mechanism", "none",
-        "--mca", "mpi_yield_when_idle", "1", "-np"}) {
+       {"--oversubscribe", "--bind-to", "none", "--mca", "pml", "ob1", "--mca", "btl", "self,vader",
+        "--mca", "btl_vader_single_copy_mechanism", "none", "--mca", "mpi_yield_when_idle", "1",
+        "-np"}) {
     mpi.push_back(a);
   }
   mpi.push_back(std::to_string(config.learner.ranks));
