@@ -1,6 +1,6 @@
-// The main of the server roles that are also built as binaries of their own, without LibTorch
-// and MPI: ferry-replay (cli/replay_role.h) and ferry-paramserver (cli/paramserver_role.h).
-// A process with LibTorch loaded spends about 0.8 s of CPU starting and forks ten times slower.
+// The main of the server roles' binaries, which link neither LibTorch nor MPI: ferry-replay
+// (cli/replay_role.h) and ferry-paramserver (cli/paramserver_role.h). A process with LibTorch
+// loaded spends about 0.8 s of CPU starting and forks ten times slower.
 #ifndef FERRY_CLI_LEAN_SERVER_H_
 #define FERRY_CLI_LEAN_SERVER_H_
 

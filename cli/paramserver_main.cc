@@ -1,5 +1,5 @@
-// ferry-paramserver: `ferry paramserver` in a binary without LibTorch and MPI
-// (cli/paramserver_role.h says why).
+// ferry-paramserver: the parameter server, `ferry paramserver`, without LibTorch and MPI
+// (cli/paramserver_role.h).
 //   usage: ferry-paramserver --config CONFIG [--upstream FETCH,BROADCAST] [--set key.path=value]...
 #include <string>
 

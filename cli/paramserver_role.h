@@ -1,9 +1,8 @@
-// The parameter server role, shared by `ferry paramserver` and the `ferry-paramserver` binary.
+// The parameter server role: the `ferry-paramserver` binary, which `ferry paramserver` and
+// `ferry run` start.
 //
-// `ferry-paramserver` is the same server without LibTorch and MPI linked in: it only moves
-// weights as bytes, and a process that loads LibTorch spends about 0.8 s of CPU before its
-// first line of main. `ferry run` starts four such processes at once on a 2-core machine, so
-// it starts the paramserver with `ferry-paramserver` when that sits beside `ferry`.
+// It links neither LibTorch nor MPI: it only moves weights as bytes, and a process that loads
+// LibTorch spends about 0.8 s of CPU before its first line of main.
 #ifndef FERRY_CLI_PARAMSERVER_ROLE_H_
 #define FERRY_CLI_PARAMSERVER_ROLE_H_
 

@@ -1,4 +1,4 @@
-// ferry-replay: `ferry replay` in a binary without LibTorch and MPI (cli/replay_role.h says why).
+// ferry-replay: the replay shard, `ferry replay`, without LibTorch and MPI (cli/replay_role.h).
 //   usage: ferry-replay --config CONFIG --shard K [--set key.path=value]...
 #include <cstdlib>
 #include <string>

@@ -1,10 +1,8 @@
-// The replay shard role, shared by `ferry replay` and the `ferry-replay` binary.
+// The replay shard role: the `ferry-replay` binary, which `ferry replay` and `ferry run` start.
 //
-// `ferry-replay` is the same shard without LibTorch and MPI linked in: a shard snapshots by
-// fork(), and fork copies the page tables of every mapping, so a process carrying LibTorch's
-// ~1,500 mappings and 160 MB of touched pages pauses for 7-11 ms per snapshot where the lean
-// binary pauses for about 1 ms. `ferry run` starts shards with `ferry-replay` when it sits
-// beside `ferry`.
+// It links neither LibTorch nor MPI: a shard snapshots by fork(), and fork copies the page
+// tables of every mapping, so a process carrying LibTorch's ~1,500 mappings and 160 MB of
+// touched pages pauses for 7-11 ms per snapshot where this binary pauses for about 1 ms.
 #ifndef FERRY_CLI_REPLAY_ROLE_H_
 #define FERRY_CLI_REPLAY_ROLE_H_
 

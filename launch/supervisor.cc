@@ -221,13 +221,11 @@ std::vector<Child> Topology(const core::Config& config, const std::string& binar
     argv.insert(argv.begin() + 2, common.begin(), common.end());
     children.push_back(Child{name, std::move(argv)});
   };
-  // Servers run as their lean binaries (ferry-replay, ferry-paramserver; cli/lean_server.h)
-  // where those sit beside ferry: without LibTorch a shard's snapshot forks pause it for about
-  // a millisecond instead of ten, and the paramserver starts without 0.8 s of loading.
+  // Each role runs as its own binary beside ferry (cli/command_line.h): a server's takes no
+  // command word.
   auto server = [&](const std::string& name, const std::string& word,
                     const std::vector<std::string>& extra) {
     std::vector<std::string> argv = {binary + "-" + word};
-    if (access(argv[0].c_str(), X_OK) != 0) argv = {binary, word};
     argv.insert(argv.end(), common.begin(), common.end());
     argv.insert(argv.end(), extra.begin(), extra.end());
     children.push_back(Child{name, std::move(argv)});
@@ -245,15 +243,15 @@ std::vector<Child> Topology(const core::Config& config, const std::string& binar
   // in a collective yield the CPU instead of spinning on it. They all run on this machine, so
   // point-to-point goes over shared memory (ob1 over vader) without probing the network
   // transports first: MPI_Init takes 0.09 s instead of 0.32 s.
-  for (const char* a :
-       {"--oversubscribe", "--bind-to", "none", "--mca", "pml", "ob1", "--mca", "btl", "self,vader",
-        "--mca", "btl_vader_single_copy_mechanism", "none", "--mca", "mpi_yield_when_idle", "1",
-        "-np"}) {
+  for (const char* a : {"--oversubscribe", "--bind-to", "none", "--mca", "pml", "ob1", "--mca",
+                        "btl", "self,vader", "--mca", "btl_vader_single_copy_mechanism", "none",
+                        "--mca", "mpi_yield_when_idle", "1", "-np"}) {
     mpi.push_back(a);
   }
   mpi.push_back(std::to_string(config.learner.ranks));
+  const std::string torch = binary + "-torch";  // Learner ranks and actors.
   for (const std::string& a :
-       {binary, std::string("learner"), std::string("--config"), config_file}) {
+       {torch, std::string("learner"), std::string("--config"), config_file}) {
     mpi.push_back(a);
   }
   if (resume) mpi.push_back("--resume");
@@ -262,7 +260,7 @@ std::vector<Child> Topology(const core::Config& config, const std::string& binar
   mpi.push_back("--exit-zero");
   children.push_back(Child{"learner", mpi, /*is_learner=*/true});
   for (int i = 0; i < config.actors.count; ++i) {
-    role("actor-" + std::to_string(i), {binary, "actor", "--id", std::to_string(i)});
+    role("actor-" + std::to_string(i), {torch, "actor", "--id", std::to_string(i)});
   }
   return children;
 }

@@ -428,4 +428,33 @@ TEST_CASE("the servers' own binaries answer a bad argument with their usage, a b
   CHECK(upstream.output.find("--upstream needs FETCH,BROADCAST") != std::string::npos);
 }
 
+TEST_CASE("ferry hands each role to its own binary with the arguments unchanged") {
+  const std::string config = std::string(FERRY_SOURCE_DIR) + "/configs/cartpole.yaml";
+  const Outcome actor = RunFerry({"actor", "--config", config, "--id", "9"}, /*timeout=*/30);
+  CHECK(actor.exit_code == 1);
+  CHECK(actor.output.find("ferry actor: --id must be in 0..1") != std::string::npos);
+  const Outcome eval = RunFerry({"eval", "/nonexistent-run"}, /*timeout=*/30);
+  CHECK(eval.exit_code == 1);
+  CHECK(eval.output.find("ferry eval: cannot read config file '/nonexistent-run/config.yaml'") !=
+        std::string::npos);
+  const Outcome shard = RunFerry({"replay", "--config", config, "--shard", "7"}, /*timeout=*/10);
+  CHECK(shard.exit_code == 78);
+  CHECK(shard.output.find("--shard must be in 0..1, got '7'") != std::string::npos);
+  // `ferry` itself loads no LibTorch, so `ferry run` starts its roles at once.
+  const Outcome linked = RunProgram("/usr/bin/ldd", {FERRY_BINARY}, /*timeout=*/10);
+  CHECK(linked.exit_code == 0);
+  CHECK(linked.output.find("libtorch") == std::string::npos);
+  CHECK(linked.output.find("libmpi") == std::string::npos);
+  // Without the role's binary beside it, ferry says which file it could not start.
+  const fs::path alone = fs::temp_directory_path() / ("ferry-alone-" + std::to_string(getpid()));
+  fs::create_directories(alone);
+  fs::copy_file(FERRY_BINARY, alone / "ferry");
+  const Outcome missing =
+      RunProgram((alone / "ferry").string(), {"learner", "--config", config}, /*timeout=*/10);
+  fs::remove_all(alone);
+  CHECK(missing.exit_code == 1);
+  CHECK(missing.output.find("ferry learner: cannot start " + (alone / "ferry-torch").string() +
+                            ": No such file or directory") != std::string::npos);
+}
+
 }  // namespace
