@@ -34,16 +34,10 @@
 #include "launch/supervisor.h"
 #include "replay/inspect.h"
 
+namespace ferry::cli {
 namespace {
 
-using ferry::cli::Args;
-using ferry::cli::Fail;
-using ferry::cli::g_stop;
-using ferry::cli::kUsage;
-using ferry::cli::Load;
-using ferry::cli::ParseInt;
-using ferry::cli::SelfPath;
-using ferry::core::Config;
+using core::Config;
 
 // The binary beside this one that runs `command`, and whether it takes the command word
 // (ferry-torch runs three roles; a server's binary runs only its own); "" for this binary's own.
@@ -218,9 +212,8 @@ int PlotRuns(int argc, char** argv) {
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The command, as main runs it.
+int Main(int argc, char** argv) {
   ferry::core::KeepLargeBlocksInHeap();
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
@@ -262,3 +255,8 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "ferry: unknown command '%s'\n%s", args.command.c_str(), kUsage);
   return 1;
 }
+
+}  // namespace
+}  // namespace ferry::cli
+
+int main(int argc, char** argv) { return ferry::cli::Main(argc, argv); }

@@ -23,14 +23,10 @@
 #include "learner/apex_dqn.h"
 #include "learner/evaluation.h"
 
+namespace ferry::cli {
 namespace {
 
-using ferry::cli::Args;
-using ferry::cli::Fail;
-using ferry::cli::g_stop;
-using ferry::cli::kUsage;
-using ferry::cli::ParseInt;
-using ferry::core::Config;
+using core::Config;
 
 int RunActorRole(const Args& args, const Config& config) {
   if (args.index < 0 || args.index >= config.actors.count) {
@@ -134,17 +130,16 @@ int EvalRun(int argc, char** argv) {
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The command, as main runs it.
+int Main(int argc, char** argv) {
   ferry::core::KeepLargeBlocksInHeap();
   if (argc >= 2 && std::strcmp(argv[1], "eval") == 0) return EvalRun(argc, argv);
   Args args;
-  if (argc < 2 || !ferry::cli::ParseArgs(argc, argv, &args)) {
+  if (argc < 2 || !ParseArgs(argc, argv, &args)) {
     if (argc < 2) std::fputs(kUsage, stderr);
     return 1;
   }
-  ferry::cli::StopOnSignals();
+  StopOnSignals();
   Config config;
   if (args.command == "actor") return Load(args, &config) ? RunActorRole(args, config) : 1;
   if (args.command == "learner") return Load(args, &config) ? RunLearnerRole(args, config) : 1;
@@ -152,3 +147,8 @@ int main(int argc, char** argv) {
                args.command.c_str(), kUsage);
   return 1;
 }
+
+}  // namespace
+}  // namespace ferry::cli
+
+int main(int argc, char** argv) { return ferry::cli::Main(argc, argv); }
