@@ -21,7 +21,7 @@
 namespace ferry::learner {
 
 // Whether the step flushes subnormals to zero (the learner's) or keeps them, as LibTorch's step
-// does (bench/learner_bench.cc times the two).
+// does (bench/learner_bench/adam.cc times the two).
 enum class Subnormals { kFlush, kKeep };
 
 void ClipAndStep(torch::optim::Adam& optimizer, double max_grad_norm,
