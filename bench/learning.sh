@@ -7,6 +7,8 @@
 #   baseline  per env and seed, the config as it is ("paired"), then as one actor with one
 #             env, one shard and one learner rank ("baseline"), then bench/serial_dqn on it
 #             ("serial", a single-process DQN): back to back, so all see the same machine
+#   lsdqn     the table's runs again with the LS-DQN head refit on (LSDQN_SETS, default every
+#             1000 updates on 4096 transitions), for the tuned configs' "on or off" choice
 #   scaling   time until the periodic greedy evaluation reaches the env's threshold, with
 #             1, 2, 4, 8 actors (one learner rank) and with 2 learner ranks (2 actors)
 #   report    docs/RESULTS.md, docs/results/*.jsonl and PNG curves (ferry plot, gnuplot)
@@ -15,6 +17,7 @@
 # Environment: SEEDS="0 1 2 3 4"  ENVS="cartpole acrobot mountaincar lunarlander"
 #   BASELINE_SEEDS (default: SEEDS)  SCALING_ENVS="cartpole lunarlander"  ACTORS="1 2 4 8"
 #   SCALING_SEEDS="0 1 2"  PARTS="table baseline scaling report"  RUNS=/tmp/ferry-learning
+#   LSDQN_SETS="learner.lsdqn_period=1000 learner.lsdqn_samples=4096"
 # Each part appends to docs/results/runs.jsonl, one JSON object per run; `report` reads it,
 # so parts can run in separate sessions. Delete that file to start afresh.
 set -euo pipefail
@@ -27,6 +30,7 @@ actor_counts=${ACTORS:-1 2 4 8}
 scaling_seeds=${SCALING_SEEDS:-0 1 2}
 parts=${PARTS:-table baseline scaling report}
 runs=${RUNS:-/tmp/ferry-learning}
+lsdqn_sets=${LSDQN_SETS:-learner.lsdqn_period=1000 learner.lsdqn_samples=4096}
 results=docs/results
 # The source every run of this invocation was built from ("-dirty": with uncommitted changes).
 commit=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!docs' || echo -dirty)
@@ -160,6 +164,16 @@ for part in $parts; do
             --set replay.shards=1 --set replay.capacity="$capacity" >>"$results/runs.jsonl"
         done
       done ;;
+    lsdqn)
+      refit=()
+      for kv in $lsdqn_sets; do refit+=(--set "$kv"); done
+      for env in $envs; do
+        for seed in $seeds; do
+          # shellcheck disable=SC2046
+          run lsdqn "$env" "$seed" "$env-lsdqn-s$seed" $(budget_sets "$env") "${refit[@]}" \
+            >>"$results/runs.jsonl"
+        done
+      done ;;
     scaling)
       for env in $scaling_envs; do
         for seed in $scaling_seeds; do
@@ -174,7 +188,7 @@ for part in $parts; do
         done
       done ;;
     report) ;;
-    *) echo "learning.sh: unknown part '$part' (table, baseline, scaling, report)" >&2; exit 2 ;;
+    *) echo "learning.sh: unknown part '$part' (table, baseline, lsdqn, scaling, report)" >&2; exit 2 ;;
   esac
 done
 [[ " $parts " == *" report "* ]] || exit 0
@@ -208,6 +222,11 @@ function summary(total, squares, count, target, met,   mean, sd, ci) {
   ci = count > 1 ? t95(count - 1) * sd / sqrt(count) : 0
   met[0] = mean >= target ? "yes" : "**no**"
   return sprintf("%.1f ± %.1f | [%.1f, %.1f]", mean, sd, mean - ci, mean + ci)
+}
+function mean_sd(total, squares, count,   mean) {
+  if (!count) return "-"
+  mean = total / count
+  return sprintf("%.1f ± %.1f", mean, count > 1 ? sqrt((squares - count * mean ^ 2) / (count - 1)) : 0)
 }
 function median(list,   a, n, i, j, t) {
   n = split(list, a, " ")
@@ -252,6 +271,13 @@ BEGIN {
     psel[e] += r["selected_eval_return"]
     pupd[e] = pupd[e] " " r["updates"] / r["learner_s"]
   }
+  if (r["kind"] == "lsdqn" && r["final_eval_return"] != "null") {
+    ln[e]++; lsum[e] += r["final_eval_return"]; lsq[e] += r["final_eval_return"] ^ 2
+    lsel[e] += r["selected_eval_return"]; lsel_sq[e] += r["selected_eval_return"] ^ 2
+    lwall[e] = lwall[e] " " r["wall_s"]; lupd[e] = lupd[e] " " r["updates"] / r["learner_s"]
+    lseed[e] = lseed[e] sprintf("%s%.1f", lseed[e] == "" ? "" : ", ", r["final_eval_return"])
+  }
+  if (r["kind"] == "table" && r["final_eval_return"] != "null") tupd[e] = tupd[e] " " r["updates"] / r["learner_s"]
   if (r["kind"] == "scaling") {
     key = e SUBSEP r["actors"] SUBSEP r["ranks"]
     if (!(key in seen)) { seen[key] = 1; skeys[++ns] = key }
@@ -334,6 +360,25 @@ END {
            (qn[e] ? sprintf("%.2fx", median(qwall[e]) / median(pwall[e])) : "-")
   }
   print ""
+  if (length(ln)) {
+    print "## The LS-DQN head refit, on and off"
+    print ""
+    print "The table'"'"'s seeds and budgets again (part `lsdqn`), with the least-squares refit of the"
+    print "last layer on (`LSDQN_SETS`); *off* is the table above. Returns are final / selected, mean ±"
+    print "standard deviation over seeds; the configs keep whichever is better."
+    print ""
+    print "| env | seeds | off: final | on: final | off: selected | on: selected | on: final per seed | wall-clock off / on (median) | updates/s off / on (median) |"
+    print "|---|---|---|---|---|---|---|---|---|"
+    for (i = 1; i <= n_refs; i++) {
+      e = order[i]
+      if (!ln[e] || !n[e]) continue
+      printf "| %s | %d | %s | %s | %s | %s | %s | %.0f / %.0f s | %.0f / %.0f |\n", id[e], ln[e],
+             mean_sd(sum[e], sq[e], n[e]), mean_sd(lsum[e], lsq[e], ln[e]),
+             mean_sd(sel_sum[e], sel_sq[e], sel_n[e]), mean_sd(lsel[e], lsel_sq[e], ln[e]), lseed[e],
+             median(wall[e]), median(lwall[e]), median(tupd[e]), median(lupd[e])
+    }
+    print ""
+  }
   print "## Scaling: time to the threshold with more actors and learner ranks"
   print ""
   print "Time is the learner'"'"'s clock when its periodic greedy evaluation first reaches the threshold"
