@@ -365,7 +365,7 @@ END {
     print ""
     print "The table'"'"'s seeds and budgets again (part `lsdqn`), with the least-squares refit of the"
     print "last layer on (`LSDQN_SETS`); *off* is the table above. Returns are final / selected, mean ±"
-    print "standard deviation over seeds; the configs keep whichever is better."
+    print "standard deviation over seeds; \"Reading these numbers\" says which the configs keep, and why."
     print ""
     print "| env | seeds | off: final | on: final | off: selected | on: selected | on: final per seed | wall-clock off / on (median) | updates/s off / on (median) |"
     print "|---|---|---|---|---|---|---|---|---|"
