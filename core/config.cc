@@ -192,6 +192,7 @@ auto AtLeast(double lo) { return In({lo, kUnbounded, false, true}); }
 auto Above(double lo) { return In({lo, kUnbounded, true, true}); }
 auto Within(double lo, double hi) { return In({lo, hi, false, false}); }
 auto AboveUpTo(double lo, double hi) { return In({lo, hi, true, false}); }
+auto AtLeastBelow(double lo, double hi) { return In({lo, hi, false, true}); }
 auto Port() { return Within(1, 65535); }
 
 Requirement NonEmpty(const std::string& value) {
@@ -331,6 +332,8 @@ const std::vector<Field>& Fields() {
           OneOf({"auto", "mpi", "shared_memory"})),
       Key("learner.overlap_allreduce", &C::learner, &LearnerOptions::overlap_allreduce),
       Key("learner.bucket_bytes", &C::learner, &LearnerOptions::bucket_bytes, AtLeast(4)),
+      Key("learner.policy_average", &C::learner, &LearnerOptions::policy_average,
+          AtLeastBelow(0, 1)),
       Key("learner.lsdqn_period", &C::learner, &LearnerOptions::lsdqn_period, AtLeast(0)),
       Key("learner.lsdqn_samples", &C::learner, &LearnerOptions::lsdqn_samples, AtLeast(1)),
       Key("learner.lsdqn_lambda", &C::learner, &LearnerOptions::lsdqn_lambda, AtLeast(0)),

@@ -109,6 +109,10 @@ struct LearnerOptions {
   std::string allreduce = "auto";
   bool overlap_allreduce = false;
   int bucket_bytes = 1 << 20;
+  // The policy the learner evaluates and ends with: with policy_average in (0, 1), an
+  // exponential moving average of the online network's weights, each update
+  // average = policy_average * average + (1 - policy_average) * online; 0: the online network.
+  double policy_average = 0;
   // LS-DQN: every lsdqn_period updates (0: off) refit the last layer by
   // regularised least squares on lsdqn_samples transitions, summed over ranks.
   int lsdqn_period = 0;

@@ -339,7 +339,7 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
     const double now = core::NowSeconds();
     if (updates % config.learner.eval_period == 0) {
       if (auto done =
-              evaluator->Start(updater.online(), updates, counters.env_steps, now - start)) {
+              evaluator->Start(updater.policy(), updates, counters.env_steps, now - start)) {
         FERRY_RETURN_IF_ERROR(record_eval(*done));
       }
     }
@@ -398,8 +398,7 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
                  ? static_cast<double>(ahead_total) / (updater.updates() - first_update)
                  : NAN);
     if (end != RunEnd::kStopped) {
-      FERRY_RETURN_IF_ERROR(
-          AddFinalEvaluations(config, *options, updater.online(), checkpoint_dir, &record));
+      FERRY_RETURN_IF_ERROR(AddFinalEvaluations(config, updater, checkpoint_dir, &record));
     }
     metrics.Write(record.Add("end", reason));
     core::Log("learner ended (%s) after %lld updates, %lld env steps, best eval return %.1f",

@@ -37,6 +37,7 @@ Result<UpdaterOptions> UpdaterOptionsFor(const core::Config& config) {
   options.target_update_period = config.learner.target_update_period;
   options.double_dqn = config.learner.double_dqn;
   options.autograd = config.learner.overlap_allreduce;
+  options.policy_average = config.learner.policy_average;
   return options;
 }
 namespace {
@@ -112,6 +113,11 @@ DqnUpdater::DqnUpdater(const UpdaterOptions& options, torch::Device device)
   models::CopyParameters(*online_, *target_);
   online_->to(device_);
   target_->to(device_);
+  if (options.policy_average > 0) {
+    average_ = models::QNetwork(options.obs_dim, options.num_actions, options.hidden);
+    models::CopyParameters(*online_, *average_);
+    average_->to(device_);
+  }
   if (device_.is_cpu() && !options.autograd && FastDqnGradients::Available()) fast_.emplace();
 }
 
@@ -172,6 +178,14 @@ void DqnUpdater::ApplyGradients() {
   }
   ++updates_;
   if (updates_ % options_.target_update_period == 0) models::CopyParameters(*online_, *target_);
+  if (average_) {
+    torch::NoGradGuard no_grad;
+    const auto from = online_->parameters();
+    auto to = average_->parameters();
+    for (size_t i = 0; i < to.size(); ++i) {
+      to[i].lerp_(from[i], 1.0 - options_.policy_average);
+    }
+  }
 }
 
 uint32_t DqnUpdater::ParameterChecksum() {
@@ -193,6 +207,11 @@ Status DqnUpdater::SaveCheckpoint(const std::string& path, const RunCounters& co
     archive.write("online", online);
     archive.write("target", target);
     archive.write("optimizer", optimizer);
+    if (average_) {
+      torch::serialize::OutputArchive average;
+      average_->save(average);
+      archive.write("average", average);
+    }
     archive.write("updates", torch::tensor(updates_, torch::kInt64));
     archive.write("env_steps", torch::tensor(counters.env_steps, torch::kInt64));
     archive.write("elapsed_seconds", torch::tensor(counters.elapsed_seconds, torch::kFloat64));
@@ -215,6 +234,15 @@ Status DqnUpdater::LoadCheckpoint(const std::string& path, RunCounters* counters
     LoadSameShapes(*online_, online);
     LoadSameShapes(*target_, target);
     optimizer_.load(optimizer);
+    if (average_) {
+      // A checkpoint of a run that kept no average starts one from its online network.
+      torch::serialize::InputArchive average;
+      if (archive.try_read("average", average)) {
+        LoadSameShapes(*average_, average);
+      } else {
+        models::CopyParameters(*online_, *average_);
+      }
+    }
     // InputArchive::read reuses a defined tensor's storage, so each read gets a fresh one.
     auto read = [&archive](const char* key) {
       torch::Tensor t;
@@ -234,6 +262,7 @@ Status DqnUpdater::LoadCheckpoint(const std::string& path, RunCounters* counters
   }
   online_->to(device_);
   target_->to(device_);
+  if (average_) average_->to(device_);
   return Status::Ok();
 }
 

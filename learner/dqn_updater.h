@@ -40,6 +40,10 @@ struct UpdaterOptions {
   double max_grad_norm = 10.0;
   int target_update_period = 500;
   bool double_dqn = true;
+  // In (0, 1): policy() is an exponential moving average of the online network's weights,
+  // average = policy_average * average + (1 - policy_average) * online after every update;
+  // 0: policy() is the online network.
+  double policy_average = 0;
   // The update as LibTorch's modules run it (autograd, clip_grad_norm_, optim::Adam) even on
   // the CPU, where FastDqnGradients and ClipAndStep replace them otherwise: the overlapped
   // allreduce's hooks fire from autograd.
@@ -74,7 +78,7 @@ class DqnUpdater {
   void ScheduleLearningRate(int64_t env_steps);
   double learning_rate();
   // Clipped Adam step (fused where the gradients are: learner/fused_adam.h); copies
-  // online -> target every target_update_period.
+  // online -> target every target_update_period; moves the weight average towards online.
   void ApplyGradients();
 
   // CRC32C of the online network's parameter bytes: equal on two ranks exactly when
@@ -89,6 +93,9 @@ class DqnUpdater {
   bool autograd() const { return !fast_.has_value(); }
   models::QNetwork& online() { return online_; }
   models::QNetwork& target() { return target_; }
+  // The policy the learner evaluates and ends with: the weight average where
+  // options().policy_average is set, else the online network. Actors act on the online one.
+  models::QNetwork& policy() { return average_ ? average_ : online_; }
   const UpdaterOptions& options() const { return options_; }
 
   Status SaveCheckpoint(const std::string& path, const RunCounters& counters);
@@ -99,6 +106,7 @@ class DqnUpdater {
   torch::Device device_;
   models::QNetwork online_;
   models::QNetwork target_;
+  models::QNetwork average_{nullptr};  // Set where options_.policy_average > 0.
   torch::optim::Adam optimizer_;
   std::optional<FastDqnGradients> fast_;  // Set where the update runs without autograd.
   int64_t updates_ = 0;

@@ -86,17 +86,27 @@ uint64_t PeriodicEvalSeed(const core::Config& config) {
 
 uint64_t FinalEvalSeed(const core::Config& config) { return config.seed * 1000003ull + 7777777ull; }
 
-Status AddFinalEvaluations(const core::Config& config, const UpdaterOptions& options,
-                           models::QNetwork& online, const std::string& checkpoint_dir,
-                           core::MetricsRecord* record) {
+Status AddFinalEvaluations(const core::Config& config, DqnUpdater& updater,
+                           const std::string& checkpoint_dir, core::MetricsRecord* record) {
   const int episodes = config.learner.final_eval_episodes;
-  auto final_eval = EvaluateGreedy(online, config.env.id, episodes, FinalEvalSeed(config));
+  auto final_eval =
+      EvaluateGreedy(updater.policy(), config.env.id, episodes, FinalEvalSeed(config));
   if (!final_eval.ok()) return final_eval.status();
   record->Add("final_eval_return", final_eval->mean_return)
       .Add("final_eval_std", final_eval->std_return)
       .Add("final_eval_episodes", final_eval->episodes);
   core::Log("final greedy evaluation on fresh episodes: mean return %.1f +- %.1f over %d",
             final_eval->mean_return, final_eval->std_return, final_eval->episodes);
+  if (updater.policy().get() != updater.online().get()) {
+    auto online_eval =
+        EvaluateGreedy(updater.online(), config.env.id, episodes, FinalEvalSeed(config));
+    if (!online_eval.ok()) return online_eval.status();
+    record->Add("online_eval_return", online_eval->mean_return)
+        .Add("online_eval_std", online_eval->std_return);
+    core::Log("the online network, not averaged, on the same episodes: mean return %.1f +- %.1f",
+              online_eval->mean_return, online_eval->std_return);
+  }
+  const UpdaterOptions& options = updater.options();
   models::QNetwork selected(options.obs_dim, options.num_actions, options.hidden);
   PolicyInfo info;
   if (!LoadPolicy(BestPolicyPath(checkpoint_dir), selected, &info).ok()) return Status::Ok();
@@ -125,7 +135,7 @@ Result<EvalResult> EvaluateCheckpoint(const core::Config& config, int episodes, 
   if (!loaded.ok()) return loaded.status();
   *checkpoint = *loaded;
   *updates = updater.updates();
-  return EvaluateGreedy(updater.online(), config.env.id, episodes, seed);
+  return EvaluateGreedy(updater.policy(), config.env.id, episodes, seed);
 }
 
 Result<EvalResult> EvaluateBestPolicy(const core::Config& config, int episodes, uint64_t seed,

@@ -33,16 +33,17 @@ uint64_t PeriodicEvalSeed(const core::Config& config);
 // The first env seed of a run's final evaluation: episodes no periodic evaluation plays.
 uint64_t FinalEvalSeed(const core::Config& config);
 
-struct UpdaterOptions;
+class DqnUpdater;
 
-// The records a finished run ends with: its final policy `online` and the policy its periodic
-// evaluations selected (BestPolicyPath(checkpoint_dir), when there is one), each evaluated on
-// config's learner.final_eval_episodes episodes from FinalEvalSeed, which no periodic
-// evaluation plays: the best periodic figure is a maximum over many evaluations of the same
-// episodes, so it flatters. Adds final_eval_* and selected_* to `record` and logs both.
-Status AddFinalEvaluations(const core::Config& config, const UpdaterOptions& options,
-                           models::QNetwork& online, const std::string& checkpoint_dir,
-                           core::MetricsRecord* record);
+// The records a finished run ends with: its final policy (updater.policy()) and the policy its
+// periodic evaluations selected (BestPolicyPath(checkpoint_dir), when there is one), each
+// evaluated on config's learner.final_eval_episodes episodes from FinalEvalSeed, which no
+// periodic evaluation plays: the best periodic figure is a maximum over many evaluations of the
+// same episodes, so it flatters. Adds final_eval_* and selected_* to `record` and logs both;
+// where the final policy is a weight average, also online_eval_*, the online network's return
+// on the same episodes.
+Status AddFinalEvaluations(const core::Config& config, DqnUpdater& updater,
+                           const std::string& checkpoint_dir, core::MetricsRecord* record);
 
 // `ferry eval`: the greedy policy of the newest loadable checkpoint in
 // <config.run.dir>/checkpoints, evaluated as EvaluateGreedy does; `checkpoint`

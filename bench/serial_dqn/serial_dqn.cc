@@ -147,9 +147,9 @@ Result<learner::RunEnd> RunSerialDqn(const core::Config& config, const std::atom
         done.env_steps = env_steps;
         done.time = core::NowSeconds() - start;
         done.result =
-            learner::EvaluateGreedy(updater.online(), config.env.id, config.learner.eval_episodes,
+            learner::EvaluateGreedy(updater.policy(), config.env.id, config.learner.eval_episodes,
                                     learner::PeriodicEvalSeed(config));
-        done.policy = &updater.online();
+        done.policy = &updater.policy();
         FERRY_RETURN_IF_ERROR(learner::RecordEvaluation(done, checkpoint_dir, &best_eval, metrics));
       }
     }
@@ -193,8 +193,7 @@ Result<learner::RunEnd> RunSerialDqn(const core::Config& config, const std::atom
       .Add("env_steps", static_cast<double>(env_steps))
       .Add("best_eval_return", best_eval);
   if (end != learner::RunEnd::kStopped) {
-    FERRY_RETURN_IF_ERROR(
-        learner::AddFinalEvaluations(config, *options, updater.online(), checkpoint_dir, &record));
+    FERRY_RETURN_IF_ERROR(learner::AddFinalEvaluations(config, updater, checkpoint_dir, &record));
   }
   metrics.Write(record.Add("end", reason));
   core::Log("serial DQN ended (%s) after %lld updates, %lld env steps, best eval return %.1f",

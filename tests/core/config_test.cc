@@ -227,6 +227,8 @@ TEST_CASE("an out-of-range value names the key, the value and the allowed range"
         std::string::npos);
   CHECK(ErrorOf("learner: {gamma: 0}").find("'learner.gamma' must be in (0, 1], got 0") !=
         std::string::npos);
+  CHECK(ErrorOf("learner: {policy_average: 1}")
+            .find("'learner.policy_average' must be in [0, 1), got 1") != std::string::npos);
   CHECK(ErrorOf("learner: {learning_rate: -1e-3}")
             .find("'learner.learning_rate' must be > 0, got -0.001") != std::string::npos);
   CHECK(ErrorOf("learner: {device: gpu}")

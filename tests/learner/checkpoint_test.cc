@@ -97,6 +97,30 @@ TEST_CASE("a resumed learner matches an uninterrupted one bit for bit") {
   fs::remove_all(dir);
 }
 
+TEST_CASE("a resumed learner carries on its policy's weight average") {
+  const auto batches = Batches(20);
+  UpdaterOptions options = SmallOptions();
+  options.policy_average = 0.9;
+  torch::manual_seed(7);
+  DqnUpdater uninterrupted(options, torch::kCPU);
+  Train(uninterrupted, batches, 0, 20);
+
+  const fs::path dir = TempDir("average");
+  torch::manual_seed(7);
+  DqnUpdater first(options, torch::kCPU);
+  Train(first, batches, 0, 10);
+  REQUIRE(first.SaveCheckpoint(CheckpointPath(dir.string(), first.updates()), {}).ok());
+  torch::manual_seed(99);
+  DqnUpdater resumed(options, torch::kCPU);
+  RunCounters restored;
+  REQUIRE(LoadNewestCheckpoint(dir.string(), &resumed, &restored).ok());
+  CHECK(SameParameters(resumed.policy(), first.policy()));
+  CHECK_FALSE(SameParameters(resumed.policy(), resumed.online()));
+  Train(resumed, batches, 10, 20);
+  CHECK(SameParameters(resumed.policy(), uninterrupted.policy()));
+  fs::remove_all(dir);
+}
+
 TEST_CASE("without the optimizer state a resumed learner would diverge") {
   // Guards the test above: Adam's moments matter, so a checkpoint of weights
   // alone could not pass it.

@@ -70,5 +70,31 @@ TEST_CASE("the optimizer steps with the scheduled learning rate") {
   CHECK(FirstStepSize(0.1, 1000) == doctest::Approx(1e-3).epsilon(1e-3));
 }
 
+TEST_CASE("the policy is the online network, or with policy_average the average of its weights") {
+  DqnUpdater plain(DecayingOptions(1.0), torch::kCPU);
+  CHECK(plain.policy().get() == plain.online().get());
+
+  UpdaterOptions options = DecayingOptions(1.0);
+  options.policy_average = 0.75;
+  torch::manual_seed(1);
+  DqnUpdater averaged(options, torch::kCPU);
+  std::vector<torch::Tensor> expected;
+  for (const auto& p : averaged.online()->parameters()) expected.push_back(p.detach().clone());
+  for (int step = 0; step < 3; ++step) {
+    averaged.ComputeGradients(OneBatch(), /*normaliser=*/16);
+    averaged.ApplyGradients();
+    const auto online = averaged.online()->parameters();
+    for (size_t i = 0; i < expected.size(); ++i) {
+      expected[i] = 0.75 * expected[i] + 0.25 * online[i].detach();
+    }
+  }
+  const auto policy = averaged.policy()->parameters();
+  const auto online = averaged.online()->parameters();
+  for (size_t i = 0; i < expected.size(); ++i) {
+    CHECK(torch::allclose(policy[i], expected[i], /*rtol=*/1e-5, /*atol=*/1e-7));
+    CHECK_FALSE(torch::allclose(policy[i], online[i]));
+  }
+}
+
 }  // namespace
 }  // namespace ferry::learner
