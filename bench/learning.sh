@@ -131,6 +131,10 @@ run() {
   selected_updates=$(field selected_updates)
   printf '"selected_eval_return": %s, "selected_updates": %s, ' \
     "${selected:-null}" "${selected_updates:-null}"
+  # Where the final policy is a weight average (learner.policy_average): the online network.
+  local online
+  online=$(field online_eval_return)
+  printf '"online_eval_return": %s, ' "${online:-null}"
   printf '"actors": %s, "ranks": %s, "wait_replay_s": %s, "compute_s": %s, "allreduce_s": %s, %s}\n' \
     "$(yaml_value "$dir/config.yaml" count)" "$(yaml_value "$dir/config.yaml" ranks)" \
     "$(pfield wait_replay_s)" "$(pfield compute_s)" "$(pfield allreduce_s)" "$cpu_roles"
@@ -255,6 +259,11 @@ BEGIN {
       sel_n[e]++; sel_sum[e] += v; sel_sq[e] += v ^ 2
       sel_seed[e] = sel_seed[e] sprintf("%s%.1f", sel_seed[e] == "" ? "" : ", ", v)
     }
+    v = r["online_eval_return"]
+    if (v != "" && v != "null") {
+      onl_n[e]++; onl_sum[e] += v
+      onl_seed[e] = onl_seed[e] sprintf("%s%.1f", onl_seed[e] == "" ? "" : ", ", v)
+    }
   }
   if (r["kind"] == "baseline" && r["final_eval_return"] != "null") {
     bn[e]++; bsum[e] += r["final_eval_return"]; bwall[e] = bwall[e] " " r["wall_s"]
@@ -333,7 +342,11 @@ END {
   print ""
   for (i = 1; i <= n_refs; i++) {
     e = order[i]
-    if (n[e]) printf "- %s: final %s; selected %s\n", id[e], per_seed[e], (sel_n[e] ? sel_seed[e] : "-")
+    if (!n[e]) continue
+    printf "- %s: final %s; selected %s", id[e], per_seed[e], (sel_n[e] ? sel_seed[e] : "-")
+    # The final policy is a weight average: the online network on the same episodes.
+    if (onl_n[e]) printf "; online network, not averaged, %s (mean %.1f)", onl_seed[e], onl_sum[e] / onl_n[e]
+    printf "\n"
   }
   print ""
   print "## Against a single-process DQN"
