@@ -71,7 +71,7 @@ watch_cpu() {
   done
 }
 
-# run KIND ENV SEED NAME [--set k=v ...]: one run, appended to runs.jsonl.
+# run KIND ENV SEED NAME [--set k=v ...]: one run, its record appended to runs.jsonl.
 run() {
   local kind=$1 env=$2 seed=$3 name=$4
   shift 4
@@ -120,24 +120,27 @@ run() {
     v=$(sed -nE "s/.*\"$1\": ([^,}]*).*/\1/p" <<<"$progress")
     echo "${v:-null}"
   }
-  printf '{"kind": "%s", "env": "%s", "seed": %s, "name": "%s", "commit": "%s", "exit_code": %d, "wall_s": %.1f, ' \
-    "$kind" "$env" "$seed" "$name" "$commit" "$code" "$(awk -v a="$start" -v b="$end" 'BEGIN { print b - a }')"
-  printf '"learner_s": %s, "env_steps": %s, "updates": %s, "end": %s, ' \
-    "$(field time)" "$(field env_steps)" "$(field updates)" "$(field end)"
-  printf '"final_eval_return": %s, "final_eval_std": %s, "best_eval_return": %s, ' \
-    "${final:-null}" "${final_std:-null}" "$(field best_eval_return)"
-  local selected selected_updates
+  local selected selected_updates online
   selected=$(field selected_eval_return)
   selected_updates=$(field selected_updates)
-  printf '"selected_eval_return": %s, "selected_updates": %s, ' \
-    "${selected:-null}" "${selected_updates:-null}"
   # Where the final policy is a weight average (learner.policy_average): the online network.
-  local online
   online=$(field online_eval_return)
-  printf '"online_eval_return": %s, ' "${online:-null}"
-  printf '"actors": %s, "ranks": %s, "wait_replay_s": %s, "compute_s": %s, "allreduce_s": %s, %s}\n' \
-    "$(yaml_value "$dir/config.yaml" count)" "$(yaml_value "$dir/config.yaml" ranks)" \
-    "$(pfield wait_replay_s)" "$(pfield compute_s)" "$(pfield allreduce_s)" "$cpu_roles"
+  # Opened only now, for one write: a run holding runs.jsonl open for its whole length would
+  # write into a file that something replaced meanwhile (git stash, an editor), and be lost.
+  {
+    printf '{"kind": "%s", "env": "%s", "seed": %s, "name": "%s", "commit": "%s", "exit_code": %d, "wall_s": %.1f, ' \
+      "$kind" "$env" "$seed" "$name" "$commit" "$code" "$(awk -v a="$start" -v b="$end" 'BEGIN { print b - a }')"
+    printf '"learner_s": %s, "env_steps": %s, "updates": %s, "end": %s, ' \
+      "$(field time)" "$(field env_steps)" "$(field updates)" "$(field end)"
+    printf '"final_eval_return": %s, "final_eval_std": %s, "best_eval_return": %s, ' \
+      "${final:-null}" "${final_std:-null}" "$(field best_eval_return)"
+    printf '"selected_eval_return": %s, "selected_updates": %s, ' \
+      "${selected:-null}" "${selected_updates:-null}"
+    printf '"online_eval_return": %s, ' "${online:-null}"
+    printf '"actors": %s, "ranks": %s, "wait_replay_s": %s, "compute_s": %s, "allreduce_s": %s, %s}\n' \
+      "$(yaml_value "$dir/config.yaml" count)" "$(yaml_value "$dir/config.yaml" ranks)" \
+      "$(pfield wait_replay_s)" "$(pfield compute_s)" "$(pfield allreduce_s)" "$cpu_roles"
+  } >>"$results/runs.jsonl"
 }
 
 # The whole budget: the target is out of reach, so every run ends at its env-step budget.
@@ -149,7 +152,7 @@ for part in $parts; do
       for env in $envs; do
         for seed in $seeds; do
           # shellcheck disable=SC2046
-          run table "$env" "$seed" "$env-s$seed" $(budget_sets "$env") >>"$results/runs.jsonl"
+          run table "$env" "$seed" "$env-s$seed" $(budget_sets "$env")
         done
       done ;;
     baseline)
@@ -158,14 +161,14 @@ for part in $parts; do
         capacity=$(( $(yaml_value "${config[$env]}" capacity) * $(yaml_value "${config[$env]}" shards) ))
         for seed in $baseline_seeds; do
           # shellcheck disable=SC2046
-          run paired "$env" "$seed" "$env-paired-s$seed" $(budget_sets "$env") >>"$results/runs.jsonl"
+          run paired "$env" "$seed" "$env-paired-s$seed" $(budget_sets "$env")
           # shellcheck disable=SC2046
           run baseline "$env" "$seed" "$env-baseline-s$seed" $(budget_sets "$env") \
             --set actors.count=1 --set actors.envs_per_actor=1 --set learner.ranks=1 \
-            --set replay.shards=1 --set replay.capacity="$capacity" >>"$results/runs.jsonl"
+            --set replay.shards=1 --set replay.capacity="$capacity"
           # shellcheck disable=SC2046
           run serial "$env" "$seed" "$env-serial-s$seed" $(budget_sets "$env") \
-            --set replay.shards=1 --set replay.capacity="$capacity" >>"$results/runs.jsonl"
+            --set replay.shards=1 --set replay.capacity="$capacity"
         done
       done ;;
     lsdqn)
@@ -174,8 +177,7 @@ for part in $parts; do
       for env in $envs; do
         for seed in $seeds; do
           # shellcheck disable=SC2046
-          run lsdqn "$env" "$seed" "$env-lsdqn-s$seed" $(budget_sets "$env") "${refit[@]}" \
-            >>"$results/runs.jsonl"
+          run lsdqn "$env" "$seed" "$env-lsdqn-s$seed" $(budget_sets "$env") "${refit[@]}"
         done
       done ;;
     scaling)
@@ -184,11 +186,11 @@ for part in $parts; do
           for n in $actor_counts; do
             run scaling "$env" "$seed" "$env-a$n-r1-s$seed" --set actors.count="$n" \
               --set learner.ranks=1 --set stop.target_return="${threshold[$env]}" \
-              --set stop.max_env_steps=$((2 * budget[$env])) >>"$results/runs.jsonl"
+              --set stop.max_env_steps=$((2 * budget[$env]))
           done
           run scaling "$env" "$seed" "$env-a2-r2-s$seed" --set actors.count=2 \
             --set learner.ranks=2 --set stop.target_return="${threshold[$env]}" \
-            --set stop.max_env_steps=$((2 * budget[$env])) >>"$results/runs.jsonl"
+            --set stop.max_env_steps=$((2 * budget[$env]))
         done
       done ;;
     report) ;;
