@@ -137,9 +137,9 @@ run() {
     printf '"selected_eval_return": %s, "selected_updates": %s, ' \
       "${selected:-null}" "${selected_updates:-null}"
     printf '"online_eval_return": %s, ' "${online:-null}"
-    printf '"actors": %s, "ranks": %s, "wait_replay_s": %s, "compute_s": %s, "allreduce_s": %s, %s}\n' \
+    printf '"actors": %s, "ranks": %s, "wait_replay_s": %s, "eval_wait_s": %s, "compute_s": %s, "allreduce_s": %s, %s}\n' \
       "$(yaml_value "$dir/config.yaml" count)" "$(yaml_value "$dir/config.yaml" ranks)" \
-      "$(pfield wait_replay_s)" "$(pfield compute_s)" "$(pfield allreduce_s)" "$cpu_roles"
+      "$(pfield wait_replay_s)" "$(pfield eval_wait_s)" "$(pfield compute_s)" "$(pfield allreduce_s)" "$cpu_roles"
   } >>"$results/runs.jsonl"
 }
 
@@ -271,6 +271,7 @@ BEGIN {
     bn[e]++; bsum[e] += r["final_eval_return"]; bwall[e] = bwall[e] " " r["wall_s"]
     bsel[e] += r["selected_eval_return"]
     bupd[e] = bupd[e] " " r["updates"] / r["learner_s"]
+    if (r["eval_wait_s"] != "" && r["eval_wait_s"] != "null") bevw[e] = bevw[e] " " r["eval_wait_s"]
   }
   if (r["kind"] == "serial" && r["final_eval_return"] != "null") {
     qn[e]++; qsum[e] += r["final_eval_return"]; qwall[e] = qwall[e] " " r["wall_s"]
@@ -281,6 +282,7 @@ BEGIN {
     pn[e]++; psum[e] += r["final_eval_return"]; pwall[e] = pwall[e] " " r["wall_s"]
     psel[e] += r["selected_eval_return"]
     pupd[e] = pupd[e] " " r["updates"] / r["learner_s"]
+    if (r["eval_wait_s"] != "" && r["eval_wait_s"] != "null") pevw[e] = pevw[e] " " r["eval_wait_s"]
   }
   if (r["kind"] == "lsdqn" && r["final_eval_return"] != "null") {
     ln[e]++; lsum[e] += r["final_eval_return"]; lsq[e] += r["final_eval_return"] ^ 2
@@ -304,6 +306,10 @@ BEGIN {
     if (r["wait_replay_s"] != "null") {
       swaits[key] += r["wait_replay_s"]
       sbusy[key] += r["compute_s"] + r["allreduce_s"] + r["wait_replay_s"]
+      # Records before bench/learning.sh kept the evaluation waits have none.
+      if (r["eval_wait_s"] != "" && r["eval_wait_s"] != "null") {
+        sevals[key] += r["eval_wait_s"]; sbusy[key] += r["eval_wait_s"]; sev_n[key]++
+      }
     }
   }
 }
@@ -360,17 +366,20 @@ END {
   print "done in turn on one thread, as a single-process DQN (Stable-Baselines3'"'"'s) runs. Wall-clock is"
   print "from start to exit, including start-up and the final evaluations; a speed-up is the other'"'"'s"
   print "median time / ferry'"'"'s (above 1: ferry faster). Returns are means over seeds, final / selected."
+  print "Evaluation waits are the seconds a run'"'"'s update thread spent waiting for the periodic"
+  print "evaluation before it to finish (median; serial plays its evaluations in turn, so has none)."
   print ""
-  print "| env | seeds | ferry return | 1-actor return | serial return | ferry wall-clock | 1-actor wall-clock | serial wall-clock | updates/s ferry / 1-actor / serial | speed-up vs 1 actor | speed-up vs serial |"
-  print "|---|---|---|---|---|---|---|---|---|---|---|"
+  print "| env | seeds | ferry return | 1-actor return | serial return | ferry wall-clock | 1-actor wall-clock | serial wall-clock | updates/s ferry / 1-actor / serial | evaluation waits ferry / 1-actor | speed-up vs 1 actor | speed-up vs serial |"
+  print "|---|---|---|---|---|---|---|---|---|---|---|---|"
   for (i = 1; i <= n_refs; i++) {
     e = order[i]
     if (!bn[e] || !pn[e]) continue
-    printf "| %s | %d | %.1f / %.1f | %.1f / %.1f | %s | %.0f s | %.0f s | %s | %.0f / %.0f / %s | %.2fx | %s |\n", id[e], bn[e],
+    printf "| %s | %d | %.1f / %.1f | %.1f / %.1f | %s | %.0f s | %.0f s | %s | %.0f / %.0f / %s | %s | %.2fx | %s |\n", id[e], bn[e],
            psum[e] / pn[e], psel[e] / pn[e], bsum[e] / bn[e], bsel[e] / bn[e],
            (qn[e] ? sprintf("%.1f / %.1f", qsum[e] / qn[e], qsel[e] / qn[e]) : "-"), median(pwall[e]),
            median(bwall[e]), (qn[e] ? sprintf("%.0f s", median(qwall[e])) : "-"), median(pupd[e]),
            median(bupd[e]), (qn[e] ? sprintf("%.0f", median(qupd[e])) : "-"),
+           (pevw[e] != "" && bevw[e] != "" ? sprintf("%.1f / %.1f s", median(pevw[e]), median(bevw[e])) : "-"),
            median(bwall[e]) / median(pwall[e]),
            (qn[e] ? sprintf("%.2fx", median(qwall[e]) / median(pwall[e])) : "-")
   }
@@ -399,11 +408,11 @@ END {
   print "Time is the learner'"'"'s clock when its periodic greedy evaluation first reaches the threshold"
   print "(\"inf\": not within 2x the budget); time, env steps and rates are medians over the seeds."
   print "CPU shares are of the CPU seconds of all the runs'"'"' processes, summed over the seeds (learner /"
-  print "actors / replay shards / paramserver); learner waits is the share of the learner'"'"'s loop spent"
-  print "waiting for a sampled batch (the shards'"'"' rate limiters or the network), over the runs"
-  print "that lasted to a progress record."
+  print "actors / replay shards / paramserver); learner waits are the shares of the learner'"'"'s loop spent"
+  print "waiting for a sampled batch (the shards'"'"' rate limiters or the network) and for the periodic"
+  print "evaluation before to finish, over the runs that lasted to a progress record."
   print ""
-  print "| env | threshold | actors | learner ranks | seeds | time (median) | env steps | env steps/s | updates/s | CPU % L/A/R/P | learner waits |"
+  print "| env | threshold | actors | learner ranks | seeds | time (median) | env steps | env steps/s | updates/s | CPU % L/A/R/P | learner waits: batches / evaluations |"
   print "|---|---|---|---|---|---|---|---|---|---|---|"
   for (i = 1; i <= ns; i++) {
     k = skeys[i]
@@ -414,7 +423,8 @@ END {
                                100 * scr[k] / cpu, 100 * scp[k] / cpu) : "-"
     printf "| %s | %s | %s | %s | %d | %s | %s | %.0f | %.0f | %s | %s |\n", id[part_of[1]], thr[part_of[1]], part_of[2], part_of[3],
            sseeds[k], (t == "inf" ? "inf" : sprintf("%.1f s", t)), median(ssteps[k]), median(srate[k]), median(supd[k]),
-           shares, (sbusy[k] > 0 ? sprintf("%.0f%%", 100 * swaits[k] / sbusy[k]) : "-")
+           shares, (sbusy[k] > 0 ? sprintf("%.0f%% / %s", 100 * swaits[k] / sbusy[k],
+                                           sev_n[k] ? sprintf("%.0f%%", 100 * sevals[k] / sbusy[k]) : "-") : "-")
   }
   print ""
   print "Curves: `docs/results/<env>/return_vs_env_steps.png`, `return_vs_time.png`, `throughput.png`"
