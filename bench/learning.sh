@@ -234,6 +234,8 @@ function mean_sd(total, squares, count,   mean) {
   mean = total / count
   return sprintf("%.1f ± %.1f", mean, count > 1 ? sqrt((squares - count * mean ^ 2) / (count - 1)) : 0)
 }
+# Whether a record has this field with a value (older records lack some fields).
+function known(v) { return v != "" && v != "null" }
 function median(list,   a, n, i, j, t) {
   n = split(list, a, " ")
   for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
@@ -257,12 +259,12 @@ BEGIN {
     wall[e] = wall[e] " " r["wall_s"]
     rate[e] = rate[e] " " r["env_steps"] / r["learner_s"]
     v = r["selected_eval_return"]
-    if (v != "" && v != "null") {
+    if (known(v)) {
       sel_n[e]++; sel_sum[e] += v; sel_sq[e] += v ^ 2
       sel_seed[e] = sel_seed[e] sprintf("%s%.1f", sel_seed[e] == "" ? "" : ", ", v)
     }
     v = r["online_eval_return"]
-    if (v != "" && v != "null") {
+    if (known(v)) {
       onl_n[e]++; onl_sum[e] += v
       onl_seed[e] = onl_seed[e] sprintf("%s%.1f", onl_seed[e] == "" ? "" : ", ", v)
     }
@@ -271,7 +273,7 @@ BEGIN {
     bn[e]++; bsum[e] += r["final_eval_return"]; bwall[e] = bwall[e] " " r["wall_s"]
     bsel[e] += r["selected_eval_return"]
     bupd[e] = bupd[e] " " r["updates"] / r["learner_s"]
-    if (r["eval_wait_s"] != "" && r["eval_wait_s"] != "null") bevw[e] = bevw[e] " " r["eval_wait_s"]
+    if (known(r["eval_wait_s"])) bevw[e] = bevw[e] " " r["eval_wait_s"]
   }
   if (r["kind"] == "serial" && r["final_eval_return"] != "null") {
     qn[e]++; qsum[e] += r["final_eval_return"]; qwall[e] = qwall[e] " " r["wall_s"]
@@ -282,7 +284,7 @@ BEGIN {
     pn[e]++; psum[e] += r["final_eval_return"]; pwall[e] = pwall[e] " " r["wall_s"]
     psel[e] += r["selected_eval_return"]
     pupd[e] = pupd[e] " " r["updates"] / r["learner_s"]
-    if (r["eval_wait_s"] != "" && r["eval_wait_s"] != "null") pevw[e] = pevw[e] " " r["eval_wait_s"]
+    if (known(r["eval_wait_s"])) pevw[e] = pevw[e] " " r["eval_wait_s"]
   }
   if (r["kind"] == "lsdqn" && r["final_eval_return"] != "null") {
     ln[e]++; lsum[e] += r["final_eval_return"]; lsq[e] += r["final_eval_return"] ^ 2
@@ -307,7 +309,7 @@ BEGIN {
       swaits[key] += r["wait_replay_s"]
       sbusy[key] += r["compute_s"] + r["allreduce_s"] + r["wait_replay_s"]
       # Records before bench/learning.sh kept the evaluation waits have none.
-      if (r["eval_wait_s"] != "" && r["eval_wait_s"] != "null") {
+      if (known(r["eval_wait_s"])) {
         sevals[key] += r["eval_wait_s"]; sbusy[key] += r["eval_wait_s"]; sev_n[key]++
       }
     }
