@@ -1,5 +1,6 @@
 #include "actors/weights_follower.h"
 
+#include <chrono>
 #include <utility>
 
 #include "core/wire.h"
@@ -25,6 +26,7 @@ Result<std::optional<PreparedWeights>> WeightsFollower::Take() {
   if (!error_.ok()) return error_;
   std::optional<PreparedWeights> taken = std::move(latest_);
   latest_.reset();
+  if (taken) taken_.notify_one();
   return taken;
 }
 
@@ -39,25 +41,33 @@ void WeightsFollower::Run(const std::stop_token& stop) {
   subscriber.RequestLatest();  // Poll repeats it until a first version arrives.
   std::vector<zmq::pollitem_t> items = subscriber.PollItems();
   while (!stop.stop_requested()) {
-    if (std::optional<paramserver::WeightsBlob> blob = subscriber.Poll()) {
-      PreparedWeights weights;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (!spares_.empty()) {
-          weights = std::move(spares_.back());
-          spares_.pop_back();
-        }
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (latest_) {  // Not taken yet: nothing newer is prepared until it is.
+        taken_.wait_for(lock, std::chrono::milliseconds(kWaitMs));
+        continue;
       }
-      const Status prepared = prepare_(*blob, &weights);
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!prepared.ok()) {
-        error_ = prepared;
-        return;
-      }
-      if (latest_) spares_.push_back(std::move(*latest_));  // Superseded before the actor took it.
-      latest_ = std::move(weights);
     }
-    core::Poll(items.data(), items.size(), kWaitMs);
+    std::optional<paramserver::WeightsBlob> blob = subscriber.Poll();
+    if (!blob) {
+      core::Poll(items.data(), items.size(), kWaitMs);
+      continue;
+    }
+    PreparedWeights weights;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!spares_.empty()) {
+        weights = std::move(spares_.back());
+        spares_.pop_back();
+      }
+    }
+    const Status prepared = prepare_(*blob, &weights);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!prepared.ok()) {
+      error_ = prepared;
+      return;
+    }
+    latest_ = std::move(weights);
   }
 }
 

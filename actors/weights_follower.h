@@ -5,19 +5,27 @@
 //   follower thread waits on (zmq poll, waking at least every 20 ms for its
 //   RequestLatest, repeated once a second until a first version arrives, and
 //   for the stop request) -> Prepare (the blob copied into a network the actor
-//   can swap in, VectorActor::PrepareWeights) -> latest-only slot
+//   can swap in, VectorActor::PrepareWeights) -> one-version slot
 //   -> Take() on the actor -> VectorActor::AdoptWeights -> Recycle()
 //
 // Take() is called from one thread (the actor's) and never waits for more
 // than the slot's mutex, which the follower holds only to move weights in or
-// out. A version the actor has not taken yet is replaced by a newer one, and
-// its storage goes to the spares, as do the weights an adoption replaced
-// (Recycle); a version is prepared into a spare, so a follower allocates
-// weights only while every set it has is in use (the actor's, the slot's and the
-// one being prepared): a few times per run. The destructor stops and joins the thread.
+// out. While the slot holds a version the actor has not taken, the follower
+// prepares no other: it waits for the Take, then prepares the newest version
+// that has arrived by then (the subscriber keeps only the newest), so it checks
+// and copies at most one version per actor step, not every one the learner
+// publishes. (Many actors, each stepping many envs, take far fewer versions
+// than a learner publishing every few updates sends; preparing every one was
+// most of their CPU.) So an actor acts, from each step on, with the newest
+// version of the step before, or of its first step once the follower has one.
+// A version is prepared into a spare (the weights an adoption replaced, handed
+// back by Recycle), so a follower allocates weights only while every set it has
+// is in use (the actor's and the slot's): a few times per run. The destructor
+// stops and joins the thread.
 #ifndef FERRY_ACTORS_WEIGHTS_FOLLOWER_H_
 #define FERRY_ACTORS_WEIGHTS_FOLLOWER_H_
 
+#include <condition_variable>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -58,7 +66,8 @@ class WeightsFollower {
   const std::string broadcast_endpoint_;
   const Prepare prepare_;
   std::mutex mu_;
-  std::optional<PreparedWeights> latest_;  // Guarded by mu_.
+  std::condition_variable taken_;          // Signalled when Take empties the slot.
+  std::optional<PreparedWeights> latest_;  // The slot. Guarded by mu_.
   std::vector<PreparedWeights> spares_;    // Guarded by mu_.
   Status error_;                           // Guarded by mu_.
   std::jthread thread_;                    // Last: started once everything it reads exists.
