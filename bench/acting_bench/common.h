@@ -39,9 +39,10 @@ void EnvStepsBench(const Settings& s, const std::string& id);
 void ActorStepsBench(const Settings& s, int num_envs);
 void GreedyEvalBench(const Settings& s, int episodes);
 
-// weights.cc: the broadcast and server_memory lines, and the step_gap lines.
+// weights.cc: the broadcast and server_memory lines, the step_gap lines and the follow lines.
 void BroadcastSection(const Settings& s);
 void StepGapSection(const Settings& s);
+void FollowSection(const Settings& s);
 
 }  // namespace ferry::bench::acting_bench
 

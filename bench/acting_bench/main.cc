@@ -37,11 +37,18 @@
 //              once with all threads sharing both cores, once with the acting
 //              thread alone on one core
 //                vs the same loop with nothing broadcast
+//   follow     the CPU of 2 and 8 actors' WeightsFollower threads while CartPole's
+//              4-256-256-2 network is published every 7 ms (as cartpole_zoo's
+//              learner does) and each actor takes a version every 60 ms (an
+//              actor of 8 envs among 8), with the versions prepared per second
+//                vs the same followers taken every 1 ms, so that every version
+//                is prepared
 //
 // Single-threaded figures count this thread's CPU time (bench/bench.h says
 // why), so they are per core; inference runs on one thread, as in an actor.
-// Broadcast and step gap figures are wall-clock latencies.
-//   usage: acting_bench [--quick] [--only=envs|actor|eval|broadcast|step_gap] [--env=ID]
+// Broadcast and step gap figures are wall-clock latencies; follow figures are the follower
+// threads' own CPU clocks.
+//   usage: acting_bench [--quick] [--only=envs|actor|eval|broadcast|step_gap|follow] [--env=ID]
 #include <iostream>
 #include <string>
 
@@ -67,11 +74,11 @@ int Main(int argc, char** argv) {
     } else if (arg.rfind("--env=", 0) == 0) {
       env_id = arg.substr(6);
     } else if (arg == "--only=envs" || arg == "--only=actor" || arg == "--only=eval" ||
-               arg == "--only=broadcast" || arg == "--only=step_gap") {
+               arg == "--only=broadcast" || arg == "--only=step_gap" || arg == "--only=follow") {
       only = arg.substr(7);
     } else {
-      std::cerr << "usage: acting_bench [--quick] [--only=envs|actor|eval|broadcast|step_gap] "
-                   "[--env=ID]\n";
+      std::cerr << "usage: acting_bench [--quick] "
+                   "[--only=envs|actor|eval|broadcast|step_gap|follow] [--env=ID]\n";
       return 2;
     }
   }
@@ -93,6 +100,7 @@ int Main(int argc, char** argv) {
   }
   if (only.empty() || only == "broadcast") BroadcastSection(s);
   if (only.empty() || only == "step_gap") StepGapSection(s);
+  if (only.empty() || only == "follow") FollowSection(s);
   JsonLine("done").Add("seconds", core::NowSeconds() - start).Add("load1", Load1()).Print();
   return 0;
 }

@@ -1,4 +1,4 @@
-// The broadcast, server_memory and step_gap sections (main.cc describes every line).
+// The broadcast, server_memory, step_gap and follow sections (main.cc describes every line).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -17,6 +17,8 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -533,6 +535,148 @@ void StepGapBench(const Settings& s, bool alone) {
       .Print();
 }
 
+// ---- follow -------------------------------------------------------------
+
+// The CPU that actors' WeightsFollower threads use while a learner publishes CartPole's
+// 4-256-256-2 network every `publish_period_s`, with each of `followers` actors taking a version
+// every `take_period_s`. Each follower has an actor of its own to prepare versions for.
+struct FollowCost {
+  double cpu_ms_per_s = 0;     // The follower threads' CPU, summed over followers.
+  double prepared_per_s = 0;   // Versions prepared, summed over followers.
+  double published_per_s = 0;  // Versions the learner published.
+};
+
+// A follower's thread, as its Prepare calls see it: the CPU clock of the thread that calls.
+struct FollowerThread {
+  std::mutex mu;
+  std::optional<clockid_t> clock;  // Guarded by mu.
+  std::atomic<int64_t> prepared{0};
+  double CpuSeconds() {
+    std::lock_guard<std::mutex> lock(mu);
+    timespec t{};
+    if (!clock || clock_gettime(*clock, &t) != 0) return 0;
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+  }
+};
+
+FollowCost Follow(int followers, double publish_period_s, double take_period_s, double seconds) {
+  const std::vector<int> hidden = {256, 256};
+  torch::manual_seed(9);
+  models::QNetwork net(kCartPoleObs, kCartPoleActions, hidden);
+  const std::vector<uint8_t> weights = models::ToBlob(*net);
+  zmq::context_t context(2);
+  const ServingParamServer server(context, paramserver::kChunkBytes);
+  std::vector<std::unique_ptr<actors::VectorActor>> acting;
+  std::vector<std::unique_ptr<FollowerThread>> threads;
+  std::vector<std::unique_ptr<actors::WeightsFollower>> following;
+  for (int f = 0; f < followers; ++f) {
+    acting.push_back(MakeActor(CartPoleActor(8, hidden, actors::Inference::kAuto), weights));
+    threads.push_back(std::make_unique<FollowerThread>());
+    actors::VectorActor& actor = *acting.back();
+    FollowerThread& thread = *threads.back();
+    following.push_back(std::make_unique<actors::WeightsFollower>(
+        context, server.endpoint(), server.broadcast_endpoint(),
+        [&actor, &thread](const paramserver::WeightsBlob& blob, actors::PreparedWeights* into) {
+          {
+            std::lock_guard<std::mutex> lock(thread.mu);
+            if (!thread.clock) {
+              clockid_t id;
+              if (pthread_getcpuclockid(pthread_self(), &id) == 0) thread.clock = id;
+            }
+          }
+          ++thread.prepared;
+          return actor.PrepareWeights(blob.version, blob.data(), blob.size(), into);
+        }));
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> published{0};
+  std::jthread learner([&] {
+    paramserver::WeightsPublisher publisher(context, server.endpoint());
+    for (int64_t version = 2; !stop.load(); ++version) {
+      publisher.Publish(version, weights.data(), weights.size());
+      ++published;
+      Sleep(publish_period_s);
+    }
+  });
+  std::vector<std::optional<actors::PreparedWeights>> held(followers);
+  auto take_all = [&] {
+    for (int f = 0; f < followers; ++f) {
+      Result<std::optional<actors::PreparedWeights>> next = following[f]->Take();
+      if (!next.ok()) Die(next.status().ToString());
+      if (!*next) continue;
+      if (held[f]) following[f]->Recycle(std::move(*held[f]));
+      held[f] = std::move(**next);
+    }
+  };
+  // Until every follower has prepared a version (its clock is known), and half a second more.
+  const double warm_start = core::NowSeconds();
+  auto all_prepared = [&] {
+    return std::all_of(threads.begin(), threads.end(),
+                       [](const auto& t) { return t->prepared.load() > 0; });
+  };
+  while (!all_prepared() && core::NowSeconds() - warm_start < 10) {
+    take_all();
+    Sleep(take_period_s);
+  }
+  if (!all_prepared()) Die("follow: a follower prepared no version within 10 s");
+  for (const double settle = core::NowSeconds(); core::NowSeconds() - settle < 0.5;) {
+    take_all();
+    Sleep(take_period_s);
+  }
+  auto totals = [&] {
+    double cpu = 0;
+    int64_t prepared = 0;
+    for (const auto& t : threads) {
+      cpu += t->CpuSeconds();
+      prepared += t->prepared.load();
+    }
+    return std::make_tuple(cpu, prepared, published.load(), core::NowSeconds());
+  };
+  const auto [cpu0, prepared0, published0, t0] = totals();
+  while (core::NowSeconds() - t0 < seconds) {
+    take_all();
+    Sleep(take_period_s);
+  }
+  const auto [cpu1, prepared1, published1, t1] = totals();
+  stop.store(true);
+  const double elapsed = t1 - t0;
+  return {(cpu1 - cpu0) * 1e3 / elapsed, static_cast<double>(prepared1 - prepared0) / elapsed,
+          static_cast<double>(published1 - published0) / elapsed};
+}
+
+void FollowBench(const Settings& s, int followers) {
+  const double seconds = s.quick ? 0.5 : 3.0;
+  const double publish_period_s = 0.007;  // cartpole_zoo: ~1500 updates/s, a version every 10.
+  const double take_period_s = 0.06;      // An actor of 8 envs among 8 actors in that run.
+  const double eager_take_period_s = 0.001;
+  std::vector<double> cpu, eager_cpu, prepared, eager_prepared, published;
+  for (int round = 0; round < (s.quick ? 1 : 3); ++round) {
+    const FollowCost paced = Follow(followers, publish_period_s, take_period_s, seconds);
+    const FollowCost eager = Follow(followers, publish_period_s, eager_take_period_s, seconds);
+    cpu.push_back(paced.cpu_ms_per_s);
+    prepared.push_back(paced.prepared_per_s);
+    eager_cpu.push_back(eager.cpu_ms_per_s);
+    eager_prepared.push_back(eager.prepared_per_s);
+    published.push_back(paced.published_per_s);
+  }
+  JsonLine("follow")
+      .Add("followers", followers)
+      .Add("network", "CartPole 4-256-256-2 (270 KB), fast inference")
+      .Add("publish_period_ms", publish_period_s * 1e3)
+      .Add("published_per_s", Summarize(published).median)
+      .Add("take_period_ms", take_period_s * 1e3)
+      .Add("value", Summarize(cpu).median)
+      .Add("unit", "ms of CPU per second, all follower threads")
+      .Add("prepared_per_s", Summarize(prepared).median)
+      .Add("baseline", "the same followers taken every 1 ms: every version prepared")
+      .Add("baseline_take_period_ms", eager_take_period_s * 1e3)
+      .Add("baseline_value", Summarize(eager_cpu).median)
+      .Add("baseline_prepared_per_s", Summarize(eager_prepared).median)
+      .Add("window_s", seconds)
+      .Add("load1", Load1())
+      .Print();
+}
+
 }  // namespace
 
 void BroadcastSection(const Settings& s) {
@@ -550,6 +694,10 @@ void BroadcastSection(const Settings& s) {
 void StepGapSection(const Settings& s) {
   StepGapBench(s, /*alone=*/false);
   if (sysconf(_SC_NPROCESSORS_ONLN) >= 2) StepGapBench(s, /*alone=*/true);
+}
+
+void FollowSection(const Settings& s) {
+  for (int followers : {2, 8}) FollowBench(s, followers);
 }
 
 }  // namespace ferry::bench::acting_bench

@@ -203,7 +203,8 @@ TEST_CASE_FIXTURE(ServerFixture,
   CHECK(allocated.load() <= 4);
 }
 
-TEST_CASE_FIXTURE(ServerFixture, "A follower prepares nothing while its version waits to be taken") {
+TEST_CASE_FIXTURE(ServerFixture,
+                  "A follower prepares nothing while its version waits to be taken") {
   std::atomic<int> prepared{0};
   WeightsFollower follower(
       context, endpoints.first, endpoints.second,
