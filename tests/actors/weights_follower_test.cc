@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -73,8 +74,11 @@ struct ServerFixture {
   void Publish(int64_t version, const std::vector<uint8_t>& blob) {
     publisher.Publish(version, blob.data(), blob.size());
   }
-  WeightsFollower::Prepare Prepare() {
-    return [this](const paramserver::WeightsBlob& blob, PreparedWeights* into) {
+  // The actor's PrepareWeights, after `observe` has seen the weights it is about to fill.
+  WeightsFollower::Prepare Prepare(std::function<void(const PreparedWeights&)> observe =
+                                       [](const PreparedWeights&) {}) {
+    return [this, observe](const paramserver::WeightsBlob& blob, PreparedWeights* into) {
+      observe(*into);
       return actor->PrepareWeights(blob.version, blob.data(), blob.size(), into);
     };
   }
@@ -174,12 +178,10 @@ TEST_CASE_FIXTURE(ServerFixture, "A follower fills recycled weights instead of a
 TEST_CASE_FIXTURE(ServerFixture,
                   "A follower outpacing its actor allocates only while every set is in use") {
   std::atomic<int> allocated{0};
-  WeightsFollower follower(
-      context, endpoints.first, endpoints.second,
-      [this, &allocated](const paramserver::WeightsBlob& blob, PreparedWeights* into) {
-        if (into->net.is_empty()) ++allocated;
-        return actor->PrepareWeights(blob.version, blob.data(), blob.size(), into);
-      });
+  WeightsFollower follower(context, endpoints.first, endpoints.second,
+                           Prepare([&allocated](const PreparedWeights& into) {
+                             if (into.net.is_empty()) ++allocated;
+                           }));
   // Versions arrive every 2 ms; the actor takes one every 10 ms, keeps it until the next, then
   // hands it back, as AdoptWeights and Recycle do.
   std::optional<PreparedWeights> held;
@@ -206,12 +208,8 @@ TEST_CASE_FIXTURE(ServerFixture,
 TEST_CASE_FIXTURE(ServerFixture,
                   "A follower prepares nothing while its version waits to be taken") {
   std::atomic<int> prepared{0};
-  WeightsFollower follower(
-      context, endpoints.first, endpoints.second,
-      [this, &prepared](const paramserver::WeightsBlob& blob, PreparedWeights* into) {
-        ++prepared;
-        return actor->PrepareWeights(blob.version, blob.data(), blob.size(), into);
-      });
+  WeightsFollower follower(context, endpoints.first, endpoints.second,
+                           Prepare([&prepared](const PreparedWeights&) { ++prepared; }));
   // Two versions handed over: the second came by broadcast, so the subscriber is connected.
   int64_t next = 1;
   for (int i = 0; i < 2; ++i) {
