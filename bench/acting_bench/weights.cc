@@ -426,6 +426,24 @@ void ServerMemoryBench(size_t bytes, int subscribers,
 // CartPoles, versions taken from its WeightsFollower before every step, as
 // RunActor does) over `seconds`, while a learner thread publishes a new
 // version every `period_s` (never if 0).
+// A learner's thread: publishes `weights` to `endpoint` as versions 2, 3, ... every `period_s`
+// until `stop` (looked at every 10 ms at least), counting them in `*published` if given.
+std::jthread PublishEvery(zmq::context_t& context, const std::string& endpoint,
+                          const std::vector<uint8_t>& weights, double period_s,
+                          const std::atomic<bool>& stop,
+                          std::atomic<int64_t>* published = nullptr) {
+  return std::jthread([&context, endpoint, &weights, period_s, &stop, published] {
+    paramserver::WeightsPublisher publisher(context, endpoint);
+    for (int64_t version = 2; !stop.load(); ++version) {
+      publisher.Publish(version, weights.data(), weights.size());
+      if (published != nullptr) ++*published;
+      for (double waited = 0; waited < period_s && !stop.load(); waited += 0.01) {
+        Sleep(std::min(0.01, period_s - waited));
+      }
+    }
+  });
+}
+
 struct GapStats {
   std::vector<double> gaps;
   int received = 0;
@@ -460,13 +478,8 @@ GapStats ActorGaps(double seconds, double period_s, bool alone) {
       [&acting](const paramserver::WeightsBlob& blob, actors::PreparedWeights* into) {
         return acting.PrepareWeights(blob.version, blob.data(), blob.size(), into);
       });
-  std::jthread learner([&] {
-    paramserver::WeightsPublisher publisher(context, server.endpoint());
-    for (int64_t version = 2; period_s > 0 && !stop.load(); ++version) {
-      publisher.Publish(version, weights.data(), weights.size());
-      for (double waited = 0; waited < period_s && !stop.load(); waited += 0.01) Sleep(0.01);
-    }
-  });
+  std::jthread learner;
+  if (period_s > 0) learner = PublishEvery(context, server.endpoint(), weights, period_s, stop);
 
   if (alone) PinThisThread({1});
   GapStats stats;
@@ -590,14 +603,8 @@ FollowCost Follow(int followers, double publish_period_s, double take_period_s, 
   }
   std::atomic<bool> stop{false};
   std::atomic<int64_t> published{0};
-  std::jthread learner([&] {
-    paramserver::WeightsPublisher publisher(context, server.endpoint());
-    for (int64_t version = 2; !stop.load(); ++version) {
-      publisher.Publish(version, weights.data(), weights.size());
-      ++published;
-      Sleep(publish_period_s);
-    }
-  });
+  std::jthread learner =
+      PublishEvery(context, server.endpoint(), weights, publish_period_s, stop, &published);
   std::vector<std::optional<actors::PreparedWeights>> held(followers);
   auto take_all = [&] {
     for (int f = 0; f < followers; ++f) {
@@ -608,21 +615,23 @@ FollowCost Follow(int followers, double publish_period_s, double take_period_s, 
       held[f] = std::move(**next);
     }
   };
+  // Takes as an actor would, for `seconds` or until `done`.
+  auto keep_taking = [&](double seconds, const std::function<bool()>& done) {
+    for (const double start = core::NowSeconds();
+         core::NowSeconds() - start < seconds && !done();) {
+      take_all();
+      Sleep(take_period_s);
+    }
+  };
+  auto never = [] { return false; };
   // Until every follower has prepared a version (its clock is known), and half a second more.
-  const double warm_start = core::NowSeconds();
   auto all_prepared = [&] {
     return std::all_of(threads.begin(), threads.end(),
                        [](const auto& t) { return t->prepared.load() > 0; });
   };
-  while (!all_prepared() && core::NowSeconds() - warm_start < 10) {
-    take_all();
-    Sleep(take_period_s);
-  }
+  keep_taking(10, all_prepared);
   if (!all_prepared()) Die("follow: a follower prepared no version within 10 s");
-  for (const double settle = core::NowSeconds(); core::NowSeconds() - settle < 0.5;) {
-    take_all();
-    Sleep(take_period_s);
-  }
+  keep_taking(0.5, never);
   auto totals = [&] {
     double cpu = 0;
     int64_t prepared = 0;
@@ -633,10 +642,7 @@ FollowCost Follow(int followers, double publish_period_s, double take_period_s, 
     return std::make_tuple(cpu, prepared, published.load(), core::NowSeconds());
   };
   const auto [cpu0, prepared0, published0, t0] = totals();
-  while (core::NowSeconds() - t0 < seconds) {
-    take_all();
-    Sleep(take_period_s);
-  }
+  keep_taking(seconds, never);
   const auto [cpu1, prepared1, published1, t1] = totals();
   stop.store(true);
   const double elapsed = t1 - t0;
