@@ -20,6 +20,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "core/wire.h"
+
 namespace ferry::core {
 namespace {
 
@@ -308,6 +310,8 @@ const std::vector<Field>& Fields() {
       Key("model.hidden", &C::model, &ModelOptions::hidden, LayerSizes),
       Key("learner.ranks", &C::learner, &LearnerOptions::ranks, AtLeast(1)),
       Key("learner.batch_size", &C::learner, &LearnerOptions::batch_size, AtLeast(1)),
+      Key("learner.batches_per_request", &C::learner, &LearnerOptions::batches_per_request,
+          AtLeast(1)),
       Key("learner.learning_rate", &C::learner, &LearnerOptions::learning_rate, Above(0)),
       Key("learner.learning_rate_final_fraction", &C::learner,
           &LearnerOptions::learning_rate_final_fraction, AboveUpTo(0, 1)),
@@ -398,6 +402,15 @@ const std::vector<CrossCheck>& CrossChecks() {
          return "'learner.batch_size' (" + Show(c.learner.batch_size) +
                 ") must be >= 'learner.ranks' (" + Show(c.learner.ranks) +
                 ") so that every rank gets part of each batch";
+       }},
+      {{"learner.batch_size", "learner.batches_per_request"},
+       [](const Config& c) -> std::string {
+         const int64_t rows = int64_t{c.learner.batch_size} * c.learner.batches_per_request;
+         if (rows <= kMaxBatchRows) return {};
+         return "'learner.batch_size' (" + Show(c.learner.batch_size) +
+                ") times 'learner.batches_per_request' (" + Show(c.learner.batches_per_request) +
+                ") must be <= " + Show(kMaxBatchRows) +
+                ", the most rows a replay shard samples at once";
        }},
       {{"replay.min_size_to_sample", "replay.capacity"},
        [](const Config& c) -> std::string {

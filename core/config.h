@@ -81,6 +81,9 @@ struct ModelOptions {
 struct LearnerOptions {
   int ranks = 2;
   int batch_size = 128;  // Global: split across ranks.
+  // Batches each of a rank's sample requests to a shard serves (learner/prefetcher.h): fewer
+  // messages for the shards, priorities up to batches_per_request - 1 updates staler.
+  int batches_per_request = 1;
   double learning_rate = 1e-3;
   // The fraction of learning_rate reached at stop.max_env_steps, falling linearly in env steps
   // from the start (1: constant).

@@ -31,6 +31,9 @@ inline constexpr uint32_t kMagic = 0x59525246;  // "FRRY" little-endian.
 inline constexpr uint16_t kProtocolVersion = 3;
 inline constexpr size_t kHeaderBytes = 32;
 inline constexpr size_t kMaxPayloadFrames = 64;
+// The largest insert, sample or priority update, in rows, a replay shard accepts by default
+// (replay::ShardOptions::max_batch).
+inline constexpr int kMaxBatchRows = 1 << 16;
 // How long a socket that carries multipart messages keeps delivering what it has queued once
 // it is closed. Not 0: libzmq 4.3 aborts ("Resource temporarily unavailable",
 // src/session_base.cpp) when a connection drops just after a socket closed with linger 0, while

@@ -186,7 +186,8 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
   Prefetcher prefetcher(context, core::ReplayEndpoints(config),
                         core::TransitionSchema(obs_dim, true, 1), 1000 + rank,
                         config.seed * 104729ull + rank + updater.updates(), local_batch,
-                        config.replay.beta, /*depth=*/2, device, ahead.get());
+                        config.learner.batches_per_request, config.replay.beta, /*depth=*/2,
+                        device, ahead.get());
   GradientReducerOptions reducer_options;
   reducer_options.algorithm = *linalg::ParseAlgorithm(config.learner.allreduce);
   reducer_options.overlap = config.learner.overlap_allreduce;

@@ -34,9 +34,11 @@ DqnBatch ToTensors(const replay::SampledBatch& s, int obs_dim, const torch::Devi
 
 Prefetcher::Prefetcher(zmq::context_t& context, std::vector<std::string> endpoints,
                        core::Schema schema, uint32_t client_id, uint64_t seed, int batch_size,
-                       double beta, int depth, torch::Device device, TargetAhead* ahead)
+                       int batches_per_request, double beta, int depth, torch::Device device,
+                       TargetAhead* ahead)
     : sampler_(context, std::move(endpoints), schema, client_id, seed),
       batch_size_(batch_size),
+      batches_per_request_(batches_per_request),
       beta_(beta),
       obs_dim_(static_cast<int>(schema.columns[core::kObs].elements())),
       device_(device),
@@ -74,24 +76,42 @@ void Prefetcher::SendUpdates() {
     std::lock_guard<std::mutex> lock(updates_mu_);
     updates.swap(updates_);
   }
-  for (const auto& u : updates) sampler_.UpdatePriorities(u.keys, u.priorities);
+  // In the order the learner made them, so a key updated twice ends at its later priority.
+  PendingUpdate merged;
+  auto send = [&] {
+    if (merged.keys.count > 0) sampler_.UpdatePriorities(merged.keys, merged.priorities);
+    merged = PendingUpdate{};
+  };
+  for (const auto& u : updates) {
+    if (merged.keys.count + u.keys.count > core::kMaxBatchRows) send();
+    merged.keys.count += u.keys.count;
+    merged.keys.shards.insert(merged.keys.shards.end(), u.keys.shards.begin(), u.keys.shards.end());
+    merged.keys.keys.insert(merged.keys.keys.end(), u.keys.keys.begin(), u.keys.keys.end());
+    merged.priorities.insert(merged.priorities.end(), u.priorities.begin(), u.priorities.end());
+  }
+  send();
+}
+
+void Prefetcher::Offer(Result<Prefetched> item) {
+  while (!stop_.load()) {
+    if (ready_.Push(std::move(item), milliseconds(2))) return;
+    SendUpdates();
+  }
 }
 
 void Prefetcher::Run() {
   while (!stop_.load()) {
     SendUpdates();
-    Result<Prefetched> item = [&]() -> Result<Prefetched> {
-      auto sampled = sampler_.Sample(batch_size_, beta_, /*timeout=*/1.0);
-      if (!sampled.ok()) return sampled.status();
-      Prefetched p{std::move(*sampled), {}};
+    auto sampled = sampler_.Sample(batch_size_ * batches_per_request_, beta_, /*timeout=*/1.0);
+    if (!sampled.ok()) {
+      Offer(sampled.status());
+      continue;
+    }
+    for (replay::SampledBatch& part : replay::Deal(std::move(*sampled), batches_per_request_)) {
+      Prefetched p{std::move(part), {}};
       p.batch = ToTensors(p.sampled, obs_dim_, device_);
       if (ahead_ != nullptr && ready_.size() > 0) ahead_->Fill(&p.batch);
-      return p;
-    }();
-    // Wait for room, but keep priority updates flowing while the learner is busy.
-    while (!stop_.load()) {
-      if (ready_.Push(std::move(item), milliseconds(2))) break;
-      SendUpdates();
+      Offer(std::move(p));
     }
   }
 }

@@ -123,8 +123,6 @@ inline constexpr int kReconnectIntervalMs = 100;
 inline constexpr int kReconnectIntervalMaxMs = 2000;
 
 inline constexpr uint32_t kMaxInspectItems = 10000;  // Bound on top_k and sample_count.
-// The largest insert or sample, in rows, a shard accepts by default (ShardOptions::max_batch).
-inline constexpr int kMaxBatchRows = 1 << 16;
 // Bytes a sample reply carries per row beside the row itself (key, generation, probability).
 inline constexpr int64_t kSampleReplyRowOverhead = 64;
 

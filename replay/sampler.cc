@@ -49,8 +49,8 @@ ReplaySampler::ReplaySampler(zmq::context_t& context, std::vector<std::string> e
     sockets_.back().set(zmq::sockopt::linger, core::kLingerMs);
     // Bounded by the largest legal reply, so an oversized one is dropped before it is allocated.
     sockets_.back().set(zmq::sockopt::maxmsgsize,
-                        int64_t{kMaxBatchRows} * (static_cast<int64_t>(schema_.row_bytes()) +
-                                                  kSampleReplyRowOverhead) +
+                        int64_t{core::kMaxBatchRows} * (static_cast<int64_t>(schema_.row_bytes()) +
+                                                        kSampleReplyRowOverhead) +
                             (int64_t{64} << 10));
     sockets_.back().set(zmq::sockopt::reconnect_ivl, kReconnectIntervalMs);
     sockets_.back().set(zmq::sockopt::reconnect_ivl_max, kReconnectIntervalMaxMs);
@@ -227,6 +227,44 @@ std::vector<uint8_t> SampledBatch::Column(size_t c) const {
   std::vector<uint8_t> column(bytes);
   CopyColumn(c, column.data());
   return column;
+}
+
+std::vector<SampledBatch> Deal(SampledBatch whole, int parts) {
+  FERRY_CHECK(parts >= 1 && whole.count % parts == 0);
+  if (parts == 1) {
+    std::vector<SampledBatch> one;
+    one.push_back(std::move(whole));
+    return one;
+  }
+  const int rows = whole.count / parts;
+  std::vector<SampledBatch> dealt(static_cast<size_t>(parts));
+  for (int p = 0; p < parts; ++p) {
+    SampledBatch& part = dealt[p];
+    part.count = rows;
+    part.global_size = whole.global_size;
+    part.inserted_total = whole.inserted_total;
+    part.wait_seconds = p == 0 ? whole.wait_seconds : 0;
+    for (int i = p; i < whole.count; i += parts) {
+      part.shards.push_back(whole.shards[i]);
+      part.keys.push_back(whole.keys[i]);
+      part.probabilities.push_back(whole.probabilities[i]);
+      part.weights.push_back(whole.weights[i]);
+    }
+    part.column_frames.resize(whole.column_frames.size());
+  }
+  for (size_t c = 0; c < whole.column_frames.size(); ++c) {
+    const std::vector<uint8_t> column = whole.Column(c);
+    const size_t row_bytes = column.size() / static_cast<size_t>(whole.count);
+    for (int p = 0; p < parts; ++p) {
+      zmq::message_t frame(static_cast<size_t>(rows) * row_bytes);
+      auto* out = static_cast<uint8_t*>(frame.data());
+      for (int i = p; i < whole.count; i += parts, out += row_bytes) {
+        std::memcpy(out, column.data() + static_cast<size_t>(i) * row_bytes, row_bytes);
+      }
+      dealt[p].column_frames[c].push_back(std::move(frame));
+    }
+  }
+  return dealt;
 }
 
 void ReplaySampler::UpdatePriorities(const SampledBatch& batch,

@@ -4,6 +4,7 @@
 //             -> SampleRequest to each shard (DEALER per shard, all in flight)
 //             -> retry shards that are rate-limited or too small, until deadline
 //             -> concatenate columns, global P(i) and IS weights
+//   Deal(batch, G) -> G batches from one sample of G * B, each still global-proportional
 //   UpdatePriorities(batch, |TD|) -> per-shard UpdatePriorities, fire and forget
 //
 // Used from one thread (its sockets are not thread-safe).
@@ -41,6 +42,13 @@ struct SampledBatch {
   void CopyColumn(size_t c, void* dst) const;
   std::vector<uint8_t> Column(size_t c) const;
 };
+
+// `whole`'s rows dealt round-robin into `parts` batches: row i goes to part i % parts, with its
+// shard, key, probability, weight and columns (one frame per column). Rows arrive grouped by
+// shard, so each part holds every shard's rows in the whole's proportion, within one row, and
+// each row keeps its global probability and weight. The sizes and inserted count are copied to
+// every part; the rate-limit wait stays with part 0. whole.count must be a multiple of parts.
+std::vector<SampledBatch> Deal(SampledBatch whole, int parts);
 
 class ReplaySampler {
  public:

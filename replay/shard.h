@@ -49,7 +49,7 @@ struct ShardOptions {
   double samples_per_insert = 1.0;
   double samples_per_insert_tolerance = 1e18;  // Effectively unlimited by default.
   uint64_t seed = 0;
-  int max_batch = kMaxBatchRows;  // Largest insert or sample count accepted.
+  int max_batch = core::kMaxBatchRows;  // Largest insert or sample count accepted.
   // Snapshots (replay/snapshotter.h): none when snapshot_dir is empty; with a
   // period of 0, one when Serve stops.
   std::string snapshot_dir;

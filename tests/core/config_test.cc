@@ -269,6 +269,11 @@ TEST_CASE("keys that must agree with each other are checked together") {
             .find("'network.broadcast_port' and 'network.paramserver_port' must differ") !=
         std::string::npos);
   CHECK(ErrorOf("network: {replay_port: 65535}").find("must be <= 65535") != std::string::npos);
+  CHECK(ErrorOf("learner: {batch_size: 1024, batches_per_request: 65}")
+            .find("'learner.batch_size' (1024) times 'learner.batches_per_request' (65) must be "
+                  "<= 65536") != std::string::npos);
+  CHECK(Parse("learner: {batch_size: 1024, batches_per_request: 64}").learner.batches_per_request ==
+        64);
   CHECK(ErrorOf("replay: {capacity: 10, min_size_to_sample: 11}")
             .find("'replay.min_size_to_sample' (11) must be <= 'replay.capacity' (10)") !=
         std::string::npos);

@@ -246,6 +246,63 @@ TEST_CASE("sharded sampling is global-proportional with global probabilities and
   CHECK(chi_square(hits_b) < 149);
 }
 
+TEST_CASE("a sample dealt into batches gives each one its rows round-robin, every shard in it") {
+  zmq::context_t context;
+  ShardThread shard_a(context, TestShardOptions(0));
+  ShardThread shard_b(context, TestShardOptions(1));
+  RawClient client_a(context, shard_a.endpoint());
+  RawClient client_b(context, shard_b.endpoint());
+  // Masses 300 and 100 (alpha 1): a quarter of every sample comes from B.
+  client_a.Insert(1, 0, 0, 300, 1.0f);
+  client_b.Insert(1, 0, 10000, 100, 1.0f);
+  ReplaySampler sampler(context, {shard_a.endpoint(), shard_b.endpoint()}, TestSchema(),
+                        /*client_id=*/1, /*seed=*/5);
+
+  constexpr int kParts = 4;
+  constexpr int kBatch = 30;
+  for (int round = 0; round < 5; ++round) {
+    Result<SampledBatch> whole = sampler.Sample(kParts * kBatch, kBeta, 2.0);
+    REQUIRE_MESSAGE(whole.ok(), whole.status().message());
+    whole->wait_seconds = 0.5;
+    const std::vector<uint8_t> ids = whole->Column(core::kPolicyVersion);
+    const std::vector<uint8_t> obs = whole->Column(core::kObs);
+    const std::vector<Key> keys = whole->keys;
+    const std::vector<uint32_t> shards = whole->shards;
+    const std::vector<float> weights = whole->weights;
+    const int from_b = static_cast<int>(std::count(shards.begin(), shards.end(), 1u));
+    CHECK(from_b == kParts * kBatch / 4);
+
+    const std::vector<SampledBatch> parts = Deal(std::move(*whole), kParts);
+    REQUIRE(parts.size() == kParts);
+    const size_t obs_row_bytes = obs.size() / (kParts * kBatch);
+    for (int p = 0; p < kParts; ++p) {
+      const SampledBatch& part = parts[p];
+      REQUIRE(part.count == kBatch);
+      REQUIRE(part.keys.size() == kBatch);
+      CHECK(part.global_size == 400);
+      CHECK(part.inserted_total == 400);
+      CHECK(part.wait_seconds == (p == 0 ? 0.5 : 0.0));
+      const std::vector<uint8_t> part_ids = part.Column(core::kPolicyVersion);
+      const std::vector<uint8_t> part_obs = part.Column(core::kObs);
+      REQUIRE(part_obs.size() == kBatch * obs_row_bytes);
+      int part_b = 0;
+      for (int j = 0; j < kBatch; ++j) {
+        const int i = p + j * kParts;
+        CHECK(part.keys[j] == keys[i]);
+        CHECK(part.shards[j] == shards[i]);
+        CHECK(part.weights[j] == weights[i]);
+        CHECK(testing::RowId(part_ids, j) == testing::RowId(ids, i));
+        CHECK(std::memcmp(part_obs.data() + j * obs_row_bytes, obs.data() + i * obs_row_bytes,
+                          obs_row_bytes) == 0);
+        part_b += part.shards[j] == 1;
+      }
+      // Within one row of the whole's share.
+      CHECK(part_b >= from_b / kParts);
+      CHECK(part_b <= (from_b + kParts - 1) / kParts);
+    }
+  }
+}
+
 TEST_CASE("ReplaySampler gives a shard that was empty its share once it fills") {
   zmq::context_t context;
   ShardThread shard_a(context, TestShardOptions(0));
