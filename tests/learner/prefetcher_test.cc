@@ -21,24 +21,11 @@ namespace {
 
 using replay::Key;
 using replay::StatsMeta;
-using replay::testing::RawClient;
-using replay::testing::ShardThread;
 using replay::testing::TestSchema;
-using replay::testing::TestShardOptions;
+using replay::testing::TwoShards;
+using replay::testing::WaitForStats;
 
 constexpr double kBeta = 0.4;
-
-// Polls the shard's stats until `done` holds or two seconds pass.
-template <typename Predicate>
-StatsMeta WaitForStats(RawClient& client, Predicate done) {
-  const double deadline = core::NowSeconds() + 2.0;
-  StatsMeta stats = client.Stats();
-  while (!done(stats) && core::NowSeconds() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    stats = client.Stats();
-  }
-  return stats;
-}
 
 // The distinct keys `batch` drew from `shard`.
 int DistinctKeys(const replay::SampledBatch& batch, uint32_t shard) {
@@ -51,20 +38,17 @@ int DistinctKeys(const replay::SampledBatch& batch, uint32_t shard) {
 
 TEST_CASE("a prefetcher deals each request into batches and its priority updates land in order") {
   zmq::context_t context;
-  ShardThread shard_a(context, TestShardOptions(0));
-  ShardThread shard_b(context, TestShardOptions(1));
-  RawClient client_a(context, shard_a.endpoint());
-  RawClient client_b(context, shard_b.endpoint());
+  TwoShards shards(context);
   // Masses 300 and 100 (alpha 1, priority 1): a quarter of every request comes from B.
-  client_a.Insert(1, 0, 0, 300, 1.0f);
-  client_b.Insert(1, 0, 10000, 100, 1.0f);
+  shards.client_a.Insert(1, 0, 0, 300, 1.0f);
+  shards.client_b.Insert(1, 0, 10000, 100, 1.0f);
 
   constexpr int kBatch = 32;
   constexpr int kPerRequest = 4;
-  auto prefetcher = std::make_unique<Prefetcher>(
-      context, std::vector<std::string>{shard_a.endpoint(), shard_b.endpoint()}, TestSchema(),
-      /*client_id=*/1, /*seed=*/3, kBatch, kPerRequest, kBeta, /*depth=*/2, torch::kCPU,
-      /*ahead=*/nullptr);
+  auto prefetcher = std::make_unique<Prefetcher>(context, shards.endpoints(), TestSchema(),
+                                                 /*client_id=*/1, /*seed=*/3, kBatch, kPerRequest,
+                                                 kBeta, /*depth=*/2, torch::kCPU,
+                                                 /*ahead=*/nullptr);
   std::vector<Prefetched> batches;
   for (int b = 0; b < 8; ++b) {
     Result<Prefetched> next = prefetcher->Next(/*timeout_seconds=*/2.0);
@@ -92,12 +76,15 @@ TEST_CASE("a prefetcher deals each request into batches and its priority updates
   auto settled = [](double expected) {
     return [expected](const StatsMeta& s) { return std::abs(s.mass.total_mass - expected) < 1e-6; };
   };
-  CHECK(WaitForStats(client_a, settled(expected_a)).mass.total_mass == doctest::Approx(expected_a));
-  CHECK(WaitForStats(client_b, settled(expected_b)).mass.total_mass == doctest::Approx(expected_b));
+  CHECK(WaitForStats(shards.client_a, settled(expected_a)).mass.total_mass ==
+        doctest::Approx(expected_a));
+  CHECK(WaitForStats(shards.client_b, settled(expected_b)).mass.total_mass ==
+        doctest::Approx(expected_b));
 
   // Stopped, the prefetcher has finished its last request: the shards handed out whole ones.
   prefetcher.reset();
-  const int64_t handed_out = client_a.Stats().samples_total + client_b.Stats().samples_total;
+  const int64_t handed_out =
+      shards.client_a.Stats().samples_total + shards.client_b.Stats().samples_total;
   CHECK(handed_out >= 8 * kBatch);
   CHECK(handed_out % (kBatch * kPerRequest) == 0);
 }

@@ -7,6 +7,8 @@
 //                    tells it the learner has ended
 //   RawClient     -> a DEALER that speaks the wire protocol by hand, for
 //                    well-formed and deliberately broken messages
+//   WaitForStats  -> a shard's stats once a predicate holds (or after 2 s)
+//   TwoShards     -> shards 0 and 1, each with a RawClient
 //   MakeColumns / InsertPayload -> rows whose every column holds the row id
 //
 // Every receive waits at most a bounded time, so a broken shard fails a test
@@ -22,6 +24,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -283,6 +286,34 @@ class RawClient {
  private:
   zmq::socket_t socket_;
   uint64_t next_stats_sequence_ = uint64_t{0xFEED} << 48;
+};
+
+// Polls the shard's stats until `done` holds or two seconds pass.
+template <typename Predicate>
+StatsMeta WaitForStats(RawClient& client, Predicate done) {
+  const double deadline = core::NowSeconds() + 2.0;
+  StatsMeta stats = client.Stats();
+  while (!done(stats) && core::NowSeconds() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    stats = client.Stats();
+  }
+  return stats;
+}
+
+// Shards 0 and 1 on loopback, each with a raw client.
+struct TwoShards {
+  explicit TwoShards(zmq::context_t& context, ShardOptions options_a = TestShardOptions(0),
+                     ShardOptions options_b = TestShardOptions(1))
+      : a(context, std::move(options_a)),
+        b(context, std::move(options_b)),
+        client_a(context, a.endpoint()),
+        client_b(context, b.endpoint()) {}
+  std::vector<std::string> endpoints() const { return {a.endpoint(), b.endpoint()}; }
+
+  ShardThread a;
+  ShardThread b;
+  RawClient client_a;
+  RawClient client_b;
 };
 
 }  // namespace ferry::replay::testing

@@ -31,20 +31,10 @@ using testing::RawClient;
 using testing::ShardThread;
 using testing::TestSchema;
 using testing::TestShardOptions;
+using testing::TwoShards;
+using testing::WaitForStats;
 
 constexpr double kBeta = 0.4;
-
-// Polls the shard's stats until `done` holds or two seconds pass.
-template <typename Predicate>
-StatsMeta WaitForStats(RawClient& client, Predicate done) {
-  const double deadline = core::NowSeconds() + 2.0;
-  StatsMeta stats = client.Stats();
-  while (!done(stats) && core::NowSeconds() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    stats = client.Stats();
-  }
-  return stats;
-}
 
 // Writes rows first_id.. with priority 1; the writer must accept them.
 void WriteRows(ReplayWriter& writer, int64_t first_id, int count) {
@@ -168,16 +158,12 @@ TEST_CASE("sharded sampling is global-proportional with global probabilities and
   ShardOptions options_a = TestShardOptions(0);
   ShardOptions options_b = TestShardOptions(1);
   options_a.alpha = options_b.alpha = 0.6;
-  ShardThread shard_a(context, options_a);
-  ShardThread shard_b(context, options_b);
+  TwoShards shards(context, options_a, options_b);
   // A: 300 items of priority 1 (ids 0..299); B: 100 items of priority 5 (ids 10000..10099).
-  RawClient client_a(context, shard_a.endpoint());
-  RawClient client_b(context, shard_b.endpoint());
-  client_a.Insert(1, 0, 0, 300, 1.0f);
-  client_b.Insert(1, 0, 10000, 100, 5.0f);
+  shards.client_a.Insert(1, 0, 0, 300, 1.0f);
+  shards.client_b.Insert(1, 0, 10000, 100, 5.0f);
 
-  ReplaySampler sampler(context, {shard_a.endpoint(), shard_b.endpoint()}, TestSchema(),
-                        /*client_id=*/1, /*seed=*/42);
+  ReplaySampler sampler(context, shards.endpoints(), TestSchema(), /*client_id=*/1, /*seed=*/42);
   Result<std::vector<StatsMeta>> stats = sampler.Stats(2.0);
   REQUIRE(stats.ok());
   const double mass_a = (*stats)[0].mass.total_mass;
@@ -248,15 +234,11 @@ TEST_CASE("sharded sampling is global-proportional with global probabilities and
 
 TEST_CASE("a sample dealt into batches gives each one its rows round-robin, every shard in it") {
   zmq::context_t context;
-  ShardThread shard_a(context, TestShardOptions(0));
-  ShardThread shard_b(context, TestShardOptions(1));
-  RawClient client_a(context, shard_a.endpoint());
-  RawClient client_b(context, shard_b.endpoint());
+  TwoShards shards(context);
   // Masses 300 and 100 (alpha 1): a quarter of every sample comes from B.
-  client_a.Insert(1, 0, 0, 300, 1.0f);
-  client_b.Insert(1, 0, 10000, 100, 1.0f);
-  ReplaySampler sampler(context, {shard_a.endpoint(), shard_b.endpoint()}, TestSchema(),
-                        /*client_id=*/1, /*seed=*/5);
+  shards.client_a.Insert(1, 0, 0, 300, 1.0f);
+  shards.client_b.Insert(1, 0, 10000, 100, 1.0f);
+  ReplaySampler sampler(context, shards.endpoints(), TestSchema(), /*client_id=*/1, /*seed=*/5);
 
   constexpr int kParts = 4;
   constexpr int kBatch = 30;
@@ -305,19 +287,15 @@ TEST_CASE("a sample dealt into batches gives each one its rows round-robin, ever
 
 TEST_CASE("ReplaySampler gives a shard that was empty its share once it fills") {
   zmq::context_t context;
-  ShardThread shard_a(context, TestShardOptions(0));
-  ShardThread shard_b(context, TestShardOptions(1));
-  RawClient client_a(context, shard_a.endpoint());
-  RawClient client_b(context, shard_b.endpoint());
-  ReplaySampler sampler(context, {shard_a.endpoint(), shard_b.endpoint()}, TestSchema(),
-                        /*client_id=*/1, /*seed=*/8);
+  TwoShards shards(context);
+  ReplaySampler sampler(context, shards.endpoints(), TestSchema(), /*client_id=*/1, /*seed=*/8);
 
-  client_a.Insert(1, 0, 0, 100, 1.0f);
+  shards.client_a.Insert(1, 0, 0, 100, 1.0f);
   Result<SampledBatch> first = sampler.Sample(32, kBeta, 2.0);
   REQUIRE(first.ok());
   for (uint32_t shard : first->shards) CHECK(shard == 0);
 
-  client_b.Insert(1, 0, 1000, 100, 1.0f);
+  shards.client_b.Insert(1, 0, 1000, 100, 1.0f);
   int from_b = 0;
   for (int b = 0; b < 20; ++b) {
     Result<SampledBatch> batch = sampler.Sample(32, kBeta, 2.0);
