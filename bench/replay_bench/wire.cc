@@ -335,16 +335,20 @@ ClientBody FerryInserter(std::vector<std::string> endpoints, const core::Schema&
   };
 }
 
-ClientBody FerrySampler(std::vector<std::string> endpoints, const core::Schema& schema, int batch) {
-  return [endpoints, &schema, batch](const std::atomic<bool>& stop, std::atomic<int64_t>& done) {
+ClientBody FerrySampler(std::vector<std::string> endpoints, const core::Schema& schema, int batch,
+                        int batches_per_request) {
+  return [endpoints, &schema, batch, batches_per_request](const std::atomic<bool>& stop,
+                                                          std::atomic<int64_t>& done) {
     zmq::context_t context(1);
     const uint32_t id = NextClientId();
     replay::ReplaySampler sampler(context, endpoints, schema, id, /*seed=*/id);
     while (!stop) {
       Result<replay::SampledBatch> sampled =
-          sampler.Sample(batch, /*beta=*/0.4, /*timeout_seconds=*/10);
+          sampler.Sample(batch * batches_per_request, /*beta=*/0.4, /*timeout_seconds=*/10);
       if (!sampled.ok()) Die(sampled.status().ToString());
-      done += sampled->count;
+      for (const auto& part : replay::Deal(std::move(*sampled), batches_per_request)) {
+        done += part.count;
+      }
     }
   };
 }
@@ -418,13 +422,20 @@ void MultiShardBenches(const Settings& s, double memcpy_gbps) {
         .Print();
 
     const auto samples = Alternate(
-        s.rounds, {Clients(s, 1, FerrySampler(shard_endpoints, rc.schema, rc.sample_batch), done),
-                   Clients(s, 1, RawSampler(replier_endpoints, rc.sample_batch), done)});
+        s.rounds,
+        {Clients(s, 1, FerrySampler(shard_endpoints, rc.schema, rc.sample_batch), done),
+         Clients(s, 1, RawSampler(replier_endpoints, rc.sample_batch), done),
+         Clients(s, 1, FerrySampler(shard_endpoints, rc.schema, rc.sample_batch, 4), done)});
     if (k == 1) one_shard_sample = samples[0].wall.median;
     WireLine("shards_sample", rc, k, 1, rc.sample_batch, samples[0], kRawSampled, samples[1],
              memcpy_gbps, s)
         .Add("placement", kPlacement)
         .Add("vs_one_shard", samples[0].wall.median / one_shard_sample)
+        .Add("batches_per_request_4", samples[2].wall.median)
+        .Add("batches_per_request_4_ratio",
+             PairedRatio(samples[2], samples[0], &Window::wall_rate).median)
+        .Add("batches_per_request_4_cpu_ratio",
+             PairedRatio(samples[2], samples[0], &Window::cpu_rate).median)
         .Print();
   }
 }

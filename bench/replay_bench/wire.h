@@ -58,8 +58,11 @@ std::function<Window()> Clients(const Settings& s, int clients, ClientBody body,
 ClientBody FerryInserter(std::vector<std::string> endpoints, const core::Schema& schema,
                          const Rows& rows);
 
-// A learner: ReplaySampler batches of `batch` rows, global over the shards.
-ClientBody FerrySampler(std::vector<std::string> endpoints, const core::Schema& schema, int batch);
+// A learner: ReplaySampler batches of `batch` rows, global over the shards; with
+// batches_per_request G, one sample of G * batch rows dealt into G batches (replay::Deal), as
+// the learner's prefetcher asks with learner.batches_per_request.
+ClientBody FerrySampler(std::vector<std::string> endpoints, const core::Schema& schema, int batch,
+                        int batches_per_request = 1);
 
 }  // namespace ferry::bench::replay_bench
 
