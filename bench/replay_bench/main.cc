@@ -7,7 +7,8 @@
 //   shard   one ShardServer on loopback TCP: ReplayWriter inserts (1, 4, 16 actors) and
 //           ReplaySampler samples (1, 2 learners) for 52 B, 2 KB and 56 KB rows
 //             vs raw ZeroMQ moving the same frames with the same window, acked and not
-//   shards  K = 1, 2, 4 shards: 4 writers spread over them, one sampler over all
+//   shards  K = 1, 2, 4 shards: 4 writers spread over them, one sampler over all, also
+//           asking for 4 batches per request (learner.batches_per_request)
 //   compression  replay.compression lz4 vs none on Atari-like frames: bytes per
 //           transition, Table and shard insert/sample rates
 //
