@@ -183,11 +183,10 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
   if (config.learner.target_ahead && !updater.autograd() && TargetAhead::Available()) {
     ahead = std::make_unique<TargetAhead>(*updater.target(), updater.target_version());
   }
-  Prefetcher prefetcher(context, core::ReplayEndpoints(config),
-                        core::TransitionSchema(obs_dim, true, 1), 1000 + rank,
-                        config.seed * 104729ull + rank + updater.updates(), local_batch,
-                        config.learner.batches_per_request, config.replay.beta, /*depth=*/2,
-                        device, ahead.get());
+  Prefetcher prefetcher(
+      context, core::ReplayEndpoints(config), core::TransitionSchema(obs_dim, true, 1), 1000 + rank,
+      config.seed * 104729ull + rank + updater.updates(), local_batch,
+      config.learner.batches_per_request, config.replay.beta, /*depth=*/2, device, ahead.get());
   GradientReducerOptions reducer_options;
   reducer_options.algorithm = *linalg::ParseAlgorithm(config.learner.allreduce);
   reducer_options.overlap = config.learner.overlap_allreduce;
@@ -303,7 +302,7 @@ Result<RunEnd> RunLearner(const core::Config& config, bool resume, const std::at
     for (size_t i = 0; i < priorities.size(); ++i) {
       priorities[i] = std::abs(td_data[i]) + static_cast<float>(config.replay.priority_epsilon);
     }
-    prefetcher.UpdatePriorities(sampled->sampled, std::move(priorities));
+    prefetcher.UpdatePriorities(sampled->sampled, priorities);
     if (updates % config.learner.checksum_period == 0) {
       FERRY_RETURN_IF_ERROR(CheckParametersAgree(updater, comm));
     }

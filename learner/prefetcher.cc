@@ -1,5 +1,7 @@
 #include "learner/prefetcher.h"
 
+#include <utility>
+
 namespace ferry::learner {
 namespace {
 
@@ -60,36 +62,21 @@ Result<Prefetched> Prefetcher::Next(double timeout_seconds) {
 }
 
 void Prefetcher::UpdatePriorities(const replay::SampledBatch& batch,
-                                  std::vector<float> priorities) {
-  PendingUpdate update;
-  update.keys.count = batch.count;
-  update.keys.shards = batch.shards;
-  update.keys.keys = batch.keys;
-  update.priorities = std::move(priorities);
+                                  const std::vector<float>& priorities) {
   std::lock_guard<std::mutex> lock(updates_mu_);
-  updates_.push_back(std::move(update));
+  pending_.keys.count += batch.count;
+  pending_.keys.shards.insert(pending_.keys.shards.end(), batch.shards.begin(), batch.shards.end());
+  pending_.keys.keys.insert(pending_.keys.keys.end(), batch.keys.begin(), batch.keys.end());
+  pending_.priorities.insert(pending_.priorities.end(), priorities.begin(), priorities.end());
 }
 
 void Prefetcher::SendUpdates() {
-  std::vector<PendingUpdate> updates;
+  PendingUpdate pending;
   {
     std::lock_guard<std::mutex> lock(updates_mu_);
-    updates.swap(updates_);
+    std::swap(pending, pending_);
   }
-  // In the order the learner made them, so a key updated twice ends at its later priority.
-  PendingUpdate merged;
-  auto send = [&] {
-    if (merged.keys.count > 0) sampler_.UpdatePriorities(merged.keys, merged.priorities);
-    merged = PendingUpdate{};
-  };
-  for (const auto& u : updates) {
-    if (merged.keys.count + u.keys.count > core::kMaxBatchRows) send();
-    merged.keys.count += u.keys.count;
-    merged.keys.shards.insert(merged.keys.shards.end(), u.keys.shards.begin(), u.keys.shards.end());
-    merged.keys.keys.insert(merged.keys.keys.end(), u.keys.keys.begin(), u.keys.keys.end());
-    merged.priorities.insert(merged.priorities.end(), u.priorities.begin(), u.priorities.end());
-  }
-  send();
+  if (pending.keys.count > 0) sampler_.UpdatePriorities(pending.keys, pending.priorities);
 }
 
 void Prefetcher::Offer(Result<Prefetched> item) {

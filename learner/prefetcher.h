@@ -51,12 +51,14 @@ class Prefetcher {
 
   // The next batch, or the sampler's error; DeadlineExceeded if none came in time.
   Result<Prefetched> Next(double timeout_seconds);
-  // Sends |TD| priorities for `batch`'s items, soon, from the background thread.
-  void UpdatePriorities(const replay::SampledBatch& batch, std::vector<float> priorities);
+  // Sends |TD| priorities for `batch`'s items, soon, from the background thread, together
+  // with the others queued since it last sent.
+  void UpdatePriorities(const replay::SampledBatch& batch, const std::vector<float>& priorities);
 
  private:
+  // The updates queued since the thread last sent, in the order the learner made them.
   struct PendingUpdate {
-    replay::SampledBatch keys;  // Only shards and keys are filled.
+    replay::SampledBatch keys;  // Only count, shards and keys are filled.
     std::vector<float> priorities;
   };
   void Run();
@@ -73,7 +75,7 @@ class Prefetcher {
   TargetAhead* const ahead_;
   core::BoundedQueue<Result<Prefetched>> ready_;
   std::mutex updates_mu_;
-  std::vector<PendingUpdate> updates_;  // Guarded by updates_mu_.
+  PendingUpdate pending_;  // Guarded by updates_mu_.
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

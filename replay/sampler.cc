@@ -278,16 +278,21 @@ void ReplaySampler::UpdatePriorities(const SampledBatch& batch,
       keys.push_back(batch.keys[i]);
       values.push_back(priorities[i]);
     }
-    // Lost updates are harmless: a shard that is not reading goes without.
-    if (keys.empty() || !HasRoom(sockets_[k], /*deadline=*/0)) continue;
-    UpdatePrioritiesMeta meta;
-    meta.count = static_cast<uint32_t>(keys.size());
-    std::vector<zmq::message_t> payload;
-    payload.push_back(core::EncodeMeta(meta));
-    payload.emplace_back(keys.data(), keys.size() * sizeof(Key));
-    payload.emplace_back(values.data(), values.size() * sizeof(float));
-    core::Send(sockets_[k], MessageType::kUpdatePriorities, client_id_, next_sequence_++,
-               std::move(payload));
+    // In messages of at most the rows a shard accepts, in order, so a key updated twice ends
+    // at its later priority.
+    for (size_t first = 0; first < keys.size(); first += core::kMaxBatchRows) {
+      // Lost updates are harmless: a shard that is not reading goes without.
+      if (!HasRoom(sockets_[k], /*deadline=*/0)) break;
+      const size_t n = std::min(keys.size() - first, static_cast<size_t>(core::kMaxBatchRows));
+      UpdatePrioritiesMeta meta;
+      meta.count = static_cast<uint32_t>(n);
+      std::vector<zmq::message_t> payload;
+      payload.push_back(core::EncodeMeta(meta));
+      payload.emplace_back(keys.data() + first, n * sizeof(Key));
+      payload.emplace_back(values.data() + first, n * sizeof(float));
+      core::Send(sockets_[k], MessageType::kUpdatePriorities, client_id_, next_sequence_++,
+                 std::move(payload));
+    }
   }
 }
 

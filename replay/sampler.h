@@ -5,7 +5,8 @@
 //             -> retry shards that are rate-limited or too small, until deadline
 //             -> concatenate columns, global P(i) and IS weights
 //   Deal(batch, G) -> G batches from one sample of G * B, each still global-proportional
-//   UpdatePriorities(batch, |TD|) -> per-shard UpdatePriorities, fire and forget
+//   UpdatePriorities(batch, |TD|) -> per-shard UpdatePriorities, fire and forget (a batch of
+//                                    several learner batches' keys may be passed at once)
 //
 // Used from one thread (its sockets are not thread-safe).
 #ifndef FERRY_REPLAY_SAMPLER_H_
