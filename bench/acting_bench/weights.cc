@@ -422,10 +422,6 @@ void ServerMemoryBench(size_t bytes, int subscribers,
       .Print();
 }
 
-// The gaps between an actor's steps (a 4-1536-1536-2 MLP, a 9.5 MB blob, 8
-// CartPoles, versions taken from its WeightsFollower before every step, as
-// RunActor does) over `seconds`, while a learner thread publishes a new
-// version every `period_s` (never if 0).
 // A learner's thread: publishes `weights` to `endpoint` as versions 2, 3, ... every `period_s`
 // until `stop` (looked at every 10 ms at least), counting them in `*published` if given.
 std::jthread PublishEvery(zmq::context_t& context, const std::string& endpoint,
@@ -444,6 +440,10 @@ std::jthread PublishEvery(zmq::context_t& context, const std::string& endpoint,
   });
 }
 
+// The gaps between an actor's steps (a 4-1536-1536-2 MLP, a 9.5 MB blob, 8
+// CartPoles, versions taken from its WeightsFollower before every step, as
+// RunActor does) over `seconds`, while a learner thread publishes a new
+// version every `period_s` (never if 0).
 struct GapStats {
   std::vector<double> gaps;
   int received = 0;
