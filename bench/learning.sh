@@ -202,10 +202,16 @@ done
 # ---- report ----------------------------------------------------------------------------------
 jsonl="$results/runs.jsonl"
 [[ -s "$jsonl" ]] || { echo "learning.sh: $jsonl is empty; run a part first" >&2; exit 1; }
+# The curves are drawn from the table runs' directories still under $runs; `plotted` says
+# whose they are ("cartpole: s5 s6 ...; ..."), since the records may hold more runs than that.
+plotted=""
 for env in cartpole acrobot mountaincar lunarlander; do
   dirs=()
   for d in "$runs/$env"-s[0-9]*; do [[ -d "$d" ]] && dirs+=("$d"); done
-  if ((${#dirs[@]})); then "$build/ferry" plot "${dirs[@]}" --out "$results/$env" >/dev/null; fi
+  ((${#dirs[@]})) || continue
+  rm -f "$results/$env"/*.dat  # an earlier report's runs, whose curves these replace
+  "$build/ferry" plot "${dirs[@]}" --out "$results/$env" >/dev/null
+  plotted+="${plotted:+; }$env: $(printf '%s\n' "${dirs[@]##*-}" | sort -t s -k2n | xargs)"
 done
 
 # Flattens each JSON line into k=v fields for awk.
@@ -214,7 +220,7 @@ refs=$(for env in cartpole acrobot mountaincar lunarlander; do
   printf '%s=%s=%s=%s=%s\n' "$env" "${env_id[$env]}" "${reference[$env]}" "${budget[$env]}" \
     "${threshold[$env]}"; done)
 
-flat | awk -F'\t' -v refs="$refs" -v machine="$(getconf _NPROCESSORS_ONLN) cores, $(sed -nE 's/^model name\t: //p' /proc/cpuinfo | head -n1)" \
+flat | awk -F'\t' -v refs="$refs" -v plotted="$plotted" -v machine="$(getconf _NPROCESSORS_ONLN) cores, $(sed -nE 's/^model name\t: //p' /proc/cpuinfo | head -n1)" \
   -v date="$(date -u +%Y-%m-%d)" '
 function t95(df,   t) {  # Two-sided 95% Student t quantiles.
   split("12.71 4.30 3.18 2.78 2.57 2.45 2.36 2.31 2.26", t, " ")
@@ -430,7 +436,8 @@ END {
   }
   print ""
   print "Curves: `docs/results/<env>/return_vs_env_steps.png`, `return_vs_time.png`, `throughput.png`"
-  print "(every seed one curve); scaling: `docs/results/scaling.png` and `scaling_throughput.png`. Raw records: `docs/results/runs.jsonl`."
+  printf "(one curve per table run: %s); scaling: `docs/results/scaling.png` and\n", (plotted == "" ? "none drawn by this report, an earlier report'"'"'s" : plotted)
+  print "`scaling_throughput.png`. Raw records: `docs/results/runs.jsonl`."
 }' >docs/RESULTS.md
 
 # Scaling plots against actors (one learner rank): each seed a point, each env a line through
