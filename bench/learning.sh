@@ -202,16 +202,20 @@ done
 # ---- report ----------------------------------------------------------------------------------
 jsonl="$results/runs.jsonl"
 [[ -s "$jsonl" ]] || { echo "learning.sh: $jsonl is empty; run a part first" >&2; exit 1; }
-# The curves are drawn from the table runs' directories still under $runs; `plotted` says
-# whose they are ("cartpole: s5 s6 ...; ..."), since the records may hold more runs than that.
+# The curves are drawn from the table runs' directories still under $runs; an env with none
+# there keeps an earlier report's curves. `plotted` says whose curves are in docs/results
+# ("cartpole: s5 s6 ...; ..."), read from their data files, since the records may hold more runs.
 plotted=""
 for env in cartpole acrobot mountaincar lunarlander; do
   dirs=()
   for d in "$runs/$env"-s[0-9]*; do [[ -d "$d" ]] && dirs+=("$d"); done
-  ((${#dirs[@]})) || continue
-  rm -f "$results/$env"/*.dat  # an earlier report's runs, whose curves these replace
-  "$build/ferry" plot "${dirs[@]}" --out "$results/$env" >/dev/null
-  plotted+="${plotted:+; }$env: $(printf '%s\n' "${dirs[@]##*-}" | sort -t s -k2n | xargs)"
+  if ((${#dirs[@]})); then
+    rm -f "$results/$env"/*.dat  # an earlier report's runs, whose curves these replace
+    "$build/ferry" plot "${dirs[@]}" --out "$results/$env" >/dev/null
+  fi
+  seeds=$(for f in "$results/$env"/*.eval.dat; do [[ -f "$f" ]] || continue; basename "$f" .eval.dat
+           done | sed -E 's/.*-//' | sort -t s -k2n | xargs)
+  if [[ -n "$seeds" ]]; then plotted+="${plotted:+; }$env: $seeds"; fi
 done
 
 # Flattens each JSON line into k=v fields for awk.
@@ -436,7 +440,7 @@ END {
   }
   print ""
   print "Curves: `docs/results/<env>/return_vs_env_steps.png`, `return_vs_time.png`, `throughput.png`"
-  printf "(one curve per table run: %s); scaling: `docs/results/scaling.png` and\n", (plotted == "" ? "none drawn by this report, an earlier report'"'"'s" : plotted)
+  printf "(one curve per table run: %s); scaling: `docs/results/scaling.png` and\n", (plotted == "" ? "none" : plotted)
   print "`scaling_throughput.png`. Raw records: `docs/results/runs.jsonl`."
 }' >docs/RESULTS.md
 
