@@ -7,8 +7,9 @@
 #   baseline  per env and seed, the config as it is ("paired"), then as one actor with one
 #             env, one shard and one learner rank ("baseline"), then bench/serial_dqn on it
 #             ("serial", a single-process DQN): back to back, so all see the same machine
-#   lsdqn     the table's runs again with the LS-DQN head refit on (LSDQN_SETS, default every
-#             1000 updates on 4096 transitions), for the tuned configs' "on or off" choice
+#   lsdqn     the table's runs again with the LS-DQN head refit switched: on (LSDQN_SETS, default
+#             every 1000 updates on 4096 transitions) where the config has it off, off where
+#             the config has it on; for the tuned configs' "on or off" choice
 #   scaling   time until the periodic greedy evaluation reaches the env's threshold, with
 #             1, 2, 4, 8 actors (one learner rank) and with 2 learner ranks (2 actors)
 #   report    docs/RESULTS.md, docs/results/*.jsonl and PNG curves (ferry plot, gnuplot)
@@ -137,6 +138,7 @@ run() {
     printf '"selected_eval_return": %s, "selected_updates": %s, ' \
       "${selected:-null}" "${selected_updates:-null}"
     printf '"online_eval_return": %s, ' "${online:-null}"
+    printf '"lsdqn_period": %s, ' "$(yaml_value "$dir/config.yaml" lsdqn_period)"
     printf '"actors": %s, "ranks": %s, "wait_replay_s": %s, "eval_wait_s": %s, "compute_s": %s, "allreduce_s": %s, %s}\n' \
       "$(yaml_value "$dir/config.yaml" count)" "$(yaml_value "$dir/config.yaml" ranks)" \
       "$(pfield wait_replay_s)" "$(pfield eval_wait_s)" "$(pfield compute_s)" "$(pfield allreduce_s)" "$cpu_roles"
@@ -166,18 +168,23 @@ for part in $parts; do
           run baseline "$env" "$seed" "$env-baseline-s$seed" $(budget_sets "$env") \
             --set actors.count=1 --set actors.envs_per_actor=1 --set learner.ranks=1 \
             --set replay.shards=1 --set replay.capacity="$capacity"
+          # The serial DQN has no LS-DQN refit, so it runs without one whatever the config says.
           # shellcheck disable=SC2046
           run serial "$env" "$seed" "$env-serial-s$seed" $(budget_sets "$env") \
-            --set replay.shards=1 --set replay.capacity="$capacity"
+            --set replay.shards=1 --set replay.capacity="$capacity" --set learner.lsdqn_period=0
         done
       done ;;
     lsdqn)
-      refit=()
-      for kv in $lsdqn_sets; do refit+=(--set "$kv"); done
       for env in $envs; do
+        switch=()
+        if (($(yaml_value "${config[$env]}" lsdqn_period) + 0 > 0)); then
+          switch=(--set learner.lsdqn_period=0)
+        else
+          for kv in $lsdqn_sets; do switch+=(--set "$kv"); done
+        fi
         for seed in $seeds; do
           # shellcheck disable=SC2046
-          run lsdqn "$env" "$seed" "$env-lsdqn-s$seed" $(budget_sets "$env") "${refit[@]}"
+          run lsdqn "$env" "$seed" "$env-lsdqn-s$seed" $(budget_sets "$env") "${switch[@]}"
         done
       done ;;
     scaling)
@@ -296,13 +303,18 @@ BEGIN {
     pupd[e] = pupd[e] " " r["updates"] / r["learner_s"]
     if (known(r["eval_wait_s"])) pevw[e] = pevw[e] " " r["eval_wait_s"]
   }
-  if (r["kind"] == "lsdqn" && r["final_eval_return"] != "null") {
-    ln[e]++; lsum[e] += r["final_eval_return"]; lsq[e] += r["final_eval_return"] ^ 2
-    lsel[e] += r["selected_eval_return"]; lsel_sq[e] += r["selected_eval_return"] ^ 2
-    lwall[e] = lwall[e] " " r["wall_s"]; lupd[e] = lupd[e] " " r["updates"] / r["learner_s"]
-    lseed[e] = lseed[e] sprintf("%s%.1f", lseed[e] == "" ? "" : ", ", r["final_eval_return"])
+  # The refit on and off, from the table runs and the lsdqn runs, which switch it; records
+  # from before lsdqn_period was recorded had it on exactly in part lsdqn.
+  if ((r["kind"] == "table" || r["kind"] == "lsdqn") && r["final_eval_return"] != "null") {
+    if (r["kind"] == "lsdqn") lsdqn_seen[e] = 1
+    side = (known(r["lsdqn_period"]) ? (r["lsdqn_period"] + 0 > 0) : (r["kind"] == "lsdqn")) ? "on" : "off"
+    rn[e, side]++; rsum[e, side] += r["final_eval_return"]; rsq[e, side] += r["final_eval_return"] ^ 2
+    rsel[e, side] += r["selected_eval_return"]; rsel_sq[e, side] += r["selected_eval_return"] ^ 2
+    rwall[e, side] = rwall[e, side] " " r["wall_s"]
+    rupd[e, side] = rupd[e, side] " " r["updates"] / r["learner_s"]
+    if (side == "on")
+      rseed[e] = rseed[e] sprintf("%s%.1f", rseed[e] == "" ? "" : ", ", r["final_eval_return"])
   }
-  if (r["kind"] == "table" && r["final_eval_return"] != "null") tupd[e] = tupd[e] " " r["updates"] / r["learner_s"]
   if (r["kind"] == "scaling") {
     key = e SUBSEP r["actors"] SUBSEP r["ranks"]
     if (!(key in seen)) { seen[key] = 1; skeys[++ns] = key }
@@ -396,22 +408,27 @@ END {
            (qn[e] ? sprintf("%.2fx", median(qwall[e]) / median(pwall[e])) : "-")
   }
   print ""
-  if (length(ln)) {
+  if (length(lsdqn_seen)) {
     print "## The LS-DQN head refit, on and off"
     print ""
     print "The table'"'"'s seeds and budgets again (part `lsdqn`), with the least-squares refit of the"
-    print "last layer on (`LSDQN_SETS`); *off* is the table above. Returns are final / selected, mean ±"
-    print "standard deviation over seeds; \"Reading these numbers\" says which the configs keep, and why."
+    print "last layer switched from the config'"'"'s setting (on: `LSDQN_SETS`; off:"
+    print "`learner.lsdqn_period=0`); the other side is the table above. Returns are final / selected,"
+    print "mean ± standard deviation over seeds; \"Reading these numbers\" says which the configs keep,"
+    print "and why."
     print ""
-    print "| env | seeds | off: final | on: final | off: selected | on: selected | on: final per seed | wall-clock off / on (median) | updates/s off / on (median) |"
+    print "| env | seeds off / on | off: final | on: final | off: selected | on: selected | on: final per seed | wall-clock off / on (median) | updates/s off / on (median) |"
     print "|---|---|---|---|---|---|---|---|---|"
     for (i = 1; i <= n_refs; i++) {
       e = order[i]
-      if (!ln[e] || !n[e]) continue
-      printf "| %s | %d | %s | %s | %s | %s | %s | %.0f / %.0f s | %.0f / %.0f |\n", id[e], ln[e],
-             mean_sd(sum[e], sq[e], n[e]), mean_sd(lsum[e], lsq[e], ln[e]),
-             mean_sd(sel_sum[e], sel_sq[e], sel_n[e]), mean_sd(lsel[e], lsel_sq[e], ln[e]), lseed[e],
-             median(wall[e]), median(lwall[e]), median(tupd[e]), median(lupd[e])
+      if (!lsdqn_seen[e] || !rn[e, "off"] || !rn[e, "on"]) continue
+      printf "| %s | %d / %d | %s | %s | %s | %s | %s | %.0f / %.0f s | %.0f / %.0f |\n", id[e],
+             rn[e, "off"], rn[e, "on"],
+             mean_sd(rsum[e, "off"], rsq[e, "off"], rn[e, "off"]),
+             mean_sd(rsum[e, "on"], rsq[e, "on"], rn[e, "on"]),
+             mean_sd(rsel[e, "off"], rsel_sq[e, "off"], rn[e, "off"]),
+             mean_sd(rsel[e, "on"], rsel_sq[e, "on"], rn[e, "on"]), rseed[e],
+             median(rwall[e, "off"]), median(rwall[e, "on"]), median(rupd[e, "off"]), median(rupd[e, "on"])
     }
     print ""
   }
