@@ -13,7 +13,7 @@ namespace {
 // The state Adam::step keeps for `param`, created as Adam::step creates it on first use.
 torch::optim::AdamParamState& StateOf(torch::optim::Adam& optimizer, const torch::Tensor& param) {
   auto& states = optimizer.state();
-  const std::string key = c10::guts::to_string(param.unsafeGetTensorImpl());
+  const auto key = OptimizerStateKey(optimizer, param);
   auto found = states.find(key);
   if (found == states.end()) {
     auto state = std::make_unique<torch::optim::AdamParamState>();

@@ -18,11 +18,29 @@
 
 #include <torch/torch.h>
 
+#include <sstream>
+#include <string>
+#include <type_traits>
+
 namespace ferry::learner {
 
 // Whether the step flushes subnormals to zero (the learner's) or keeps them, as LibTorch's step
 // does (bench/learner_bench/adam.cc times the two).
 enum class Subnormals { kFlush, kKeep };
+
+// The key under which `optimizer` keeps `param`'s state: LibTorch 1.x spells the TensorImpl's
+// address as text (as an ostream writes a pointer), 2.x keys by the address itself.
+template <typename Optimizer>
+auto OptimizerStateKey(const Optimizer& optimizer, const torch::Tensor& param) {
+  using Key = typename std::remove_reference_t<decltype(optimizer.state())>::key_type;
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream text;
+    text << param.unsafeGetTensorImpl();
+    return text.str();
+  } else {
+    return static_cast<Key>(param.unsafeGetTensorImpl());
+  }
+}
 
 void ClipAndStep(torch::optim::Adam& optimizer, double max_grad_norm,
                  Subnormals subnormals = Subnormals::kFlush);

@@ -37,7 +37,7 @@ struct Twins {
 // The first moment Adam keeps for `p`.
 torch::Tensor& FirstMoment(torch::optim::Adam& adam, const torch::Tensor& p) {
   return static_cast<torch::optim::AdamParamState&>(
-             *adam.state().at(c10::guts::to_string(p.unsafeGetTensorImpl())))
+             *adam.state().at(OptimizerStateKey(adam, p)))
       .exp_avg();
 }
 
@@ -77,7 +77,7 @@ TEST_CASE("the fused step keeps Adam's own state: the two steps can take turns")
   CheckSame(twins.fused->parameters(), twins.reference->parameters());
   for (const auto& p : twins.fused->parameters()) {
     const auto& state = static_cast<const torch::optim::AdamParamState&>(
-        *twins.fused_adam.state().at(c10::guts::to_string(p.unsafeGetTensorImpl())));
+        *twins.fused_adam.state().at(OptimizerStateKey(twins.fused_adam, p)));
     CHECK(state.step() == 2);
     CHECK(state.exp_avg().abs().max().item<float>() > 0);
   }
