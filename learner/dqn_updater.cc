@@ -225,8 +225,10 @@ Status DqnUpdater::SaveCheckpoint(const std::string& path, const RunCounters& co
 
 Status DqnUpdater::LoadCheckpoint(const std::string& path, RunCounters* counters) {
   try {
+    // Onto the CPU whatever device wrote it (the RNG state must be there); Adam's moments
+    // follow the parameters below.
     torch::serialize::InputArchive archive;
-    archive.load_from(path);
+    archive.load_from(path, torch::Device(torch::kCPU));
     torch::serialize::InputArchive online, target, optimizer;
     archive.read("online", online);
     archive.read("target", target);
@@ -234,6 +236,11 @@ Status DqnUpdater::LoadCheckpoint(const std::string& path, RunCounters* counters
     LoadSameShapes(*online_, online);
     LoadSameShapes(*target_, target);
     optimizer_.load(optimizer);
+    for (auto& entry : optimizer_.state()) {
+      auto& state = static_cast<torch::optim::AdamParamState&>(*entry.second);
+      state.exp_avg(state.exp_avg().to(device_));
+      state.exp_avg_sq(state.exp_avg_sq().to(device_));
+    }
     if (average_) {
       // A checkpoint of a run that kept no average starts one from its online network.
       torch::serialize::InputArchive average;

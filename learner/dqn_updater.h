@@ -6,7 +6,8 @@
 // Everything a resumed run needs (online and target networks, Adam moments,
 // update count, torch RNG state, the run's counters) is saved and loaded as one
 // checkpoint file, written atomically (temp file, fsync, rename). Two updaters
-// fed the same batches from the same checkpoint end with identical parameters.
+// fed the same batches from the same checkpoint end with identical parameters. A
+// checkpoint written on a GPU resumes on the CPU and the other way round.
 // Used from one thread.
 #ifndef FERRY_LEARNER_DQN_UPDATER_H_
 #define FERRY_LEARNER_DQN_UPDATER_H_
