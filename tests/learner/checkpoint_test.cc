@@ -10,6 +10,7 @@
 
 #include "learner/dqn_updater.h"
 #include "learner/evaluation.h"
+#include "tests/learner/temp_dir.h"
 
 namespace ferry::learner {
 namespace {
@@ -58,21 +59,13 @@ bool SameParameters(models::QNetwork& a, models::QNetwork& b) {
   return true;
 }
 
-fs::path TempDir(const std::string& name) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("ferry-ckpt-" + name + "-" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
 TEST_CASE("a resumed learner matches an uninterrupted one bit for bit") {
   const auto batches = Batches(20);
   torch::manual_seed(7);
   DqnUpdater uninterrupted(SmallOptions(), torch::kCPU);
   Train(uninterrupted, batches, 0, 20);
 
-  const fs::path dir = TempDir("resume");
+  const fs::path dir = testing::FreshTempDir("ckpt-resume");
   torch::manual_seed(7);
   DqnUpdater first(SmallOptions(), torch::kCPU);
   Train(first, batches, 0, 10);
@@ -105,7 +98,7 @@ TEST_CASE("a resumed learner carries on its policy's weight average") {
   DqnUpdater uninterrupted(options, torch::kCPU);
   Train(uninterrupted, batches, 0, 20);
 
-  const fs::path dir = TempDir("average");
+  const fs::path dir = testing::FreshTempDir("ckpt-average");
   torch::manual_seed(7);
   DqnUpdater first(options, torch::kCPU);
   Train(first, batches, 0, 10);
@@ -139,7 +132,7 @@ TEST_CASE("without the optimizer state a resumed learner would diverge") {
 }
 
 TEST_CASE("a corrupt newest checkpoint falls back to the previous one") {
-  const fs::path dir = TempDir("fallback");
+  const fs::path dir = testing::FreshTempDir("ckpt-fallback");
   const auto batches = Batches(4);
   torch::manual_seed(7);
   DqnUpdater updater(SmallOptions(), torch::kCPU);
@@ -163,7 +156,7 @@ TEST_CASE("a corrupt newest checkpoint falls back to the previous one") {
 }
 
 TEST_CASE("a checkpoint of another architecture or an empty directory is refused") {
-  const fs::path dir = TempDir("refuse");
+  const fs::path dir = testing::FreshTempDir("ckpt-refuse");
   DqnUpdater none(SmallOptions(), torch::kCPU);
   RunCounters counters;
   auto missing = LoadNewestCheckpoint(dir.string(), &none, &counters);
@@ -197,7 +190,7 @@ core::Config SmallCartPoleRun(const fs::path& dir) {
 }
 
 TEST_CASE("ferry eval's EvaluateCheckpoint plays the newest checkpoint's greedy policy") {
-  const fs::path dir = TempDir("eval");
+  const fs::path dir = testing::FreshTempDir("ckpt-eval");
   core::Config config = SmallCartPoleRun(dir);
   std::string checkpoint;
   int64_t updates = -1;
@@ -227,7 +220,7 @@ TEST_CASE("ferry eval's EvaluateCheckpoint plays the newest checkpoint's greedy 
 }
 
 TEST_CASE("ferry eval --best plays the policy the periodic evaluations kept, not the newest") {
-  const fs::path dir = TempDir("best");
+  const fs::path dir = testing::FreshTempDir("ckpt-best");
   const core::Config config = SmallCartPoleRun(dir);
   std::string path;
   int64_t updates = -1;

@@ -11,6 +11,7 @@
 
 #include "learner/dqn_updater.h"
 #include "tests/learner/random_batch.h"
+#include "tests/learner/temp_dir.h"
 
 namespace ferry::learner {
 namespace {
@@ -31,9 +32,8 @@ UpdaterOptions Options() {
 
 DqnBatch On(const DqnBatch& b, torch::Device device) {
   DqnBatch moved = b;
-  for (torch::Tensor* t :
-       {&moved.obs, &moved.next_obs, &moved.action, &moved.reward, &moved.discount,
-        &moved.weights}) {
+  for (torch::Tensor* t : {&moved.obs, &moved.next_obs, &moved.action, &moved.reward,
+                           &moved.discount, &moved.weights}) {
     *t = t->to(device);
   }
   return moved;
@@ -60,14 +60,6 @@ bool Close(DqnUpdater& cpu, DqnUpdater& gpu) {
   return true;
 }
 
-fs::path TempDir(const std::string& name) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("ferry-cuda-" + name + "-" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
 TEST_CASE("on a CUDA device the updater trains as on the CPU, to float rounding" *
           doctest::skip(kNoGpu)) {
   torch::manual_seed(9);
@@ -84,7 +76,7 @@ TEST_CASE("on a CUDA device the updater trains as on the CPU, to float rounding"
 
 TEST_CASE("a checkpoint written on a CUDA device resumes on the CPU, and one from the CPU there" *
           doctest::skip(kNoGpu)) {
-  const fs::path dir = TempDir("resume");
+  const fs::path dir = testing::FreshTempDir("cuda-resume");
   torch::manual_seed(3);
   DqnUpdater gpu(Options(), torch::kCUDA);
   torch::manual_seed(3);

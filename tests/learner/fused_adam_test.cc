@@ -36,8 +36,7 @@ struct Twins {
 
 // The first moment Adam keeps for `p`.
 torch::Tensor& FirstMoment(torch::optim::Adam& adam, const torch::Tensor& p) {
-  return static_cast<torch::optim::AdamParamState&>(
-             *adam.state().at(OptimizerStateKey(adam, p)))
+  return static_cast<torch::optim::AdamParamState&>(*adam.state().at(OptimizerStateKey(adam, p)))
       .exp_avg();
 }
 
