@@ -36,16 +36,16 @@ for p in "${packages[@]}"; do
 done
 
 # The shared libraries the copied ones load that are not copied yet (ldd refuses the scripts
-# among the tools), except those of the C and C++ runtimes and the few every distribution has (a second copy of those would shadow the
-# other machine's own, which its other programs need).
+# among the tools), except those of the C and C++ runtimes and the few every distribution has:
+# a second copy of those would shadow the other machine's own, which its other programs need.
 common='^(libc|libm|libdl|libpthread|librt|libresolv|libstdc\+\+|libgcc_s|ld-linux-x86-64|libz|libudev|libuuid|libatomic|libcom_err|libkeyutils)\.so'
+declare -A copied
+while read -r name; do copied[$name]=1; done < <(find "$dir/root" -name '*.so*' -printf '%f\n')
 find "$dir/root" -type f \( -name '*.so*' -o -path '*/bin/*' \) -print0 |
   { xargs -0 ldd 2>/dev/null || true; } | awk '/=> \// { print $3 }' | sort -u |
   while read -r lib; do
     name=${lib##*/}
-    [[ $name =~ $common ]] && continue
-    [[ -n $(find "$dir/root" -name "$name" -print -quit) ]] && continue
-    cp -L "$lib" "$dir/lib/"
+    [[ $name =~ $common || -n ${copied[$name]:-} ]] || cp -L "$lib" "$dir/lib/"
   done
 
 usr=$dir/root/usr
