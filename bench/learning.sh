@@ -12,13 +12,17 @@
 #             the config has it on; for the tuned configs' "on or off" choice
 #   scaling   time until the periodic greedy evaluation reaches the env's threshold, with
 #             1, 2, 4, 8 actors (one learner rank) and with 2 learner ranks (2 actors)
+#   ratio     acting against learning: each env's config for RATIO_SECONDS of the learner's
+#             clock at each replay ratio in RATIOS (samples per insert), as one actor with one
+#             env and one shard, then with 1, 2, 4, 8 actors; steady env steps/s and updates/s
 #   report    docs/RESULTS.md, docs/results/*.jsonl and PNG curves (ferry plot, gnuplot)
 #
 #   usage: bench/learning.sh [BUILD_DIR]          (default: build)
 # Environment: SEEDS="0 1 2 3 4"  ENVS="cartpole acrobot mountaincar lunarlander"
 #   BASELINE_SEEDS (default: SEEDS)  SCALING_ENVS="cartpole lunarlander"  ACTORS="1 2 4 8"
-#   SCALING_SEEDS="0 1 2"  PARTS="table baseline scaling report"  RUNS=/tmp/ferry-learning
+#   SCALING_SEEDS="0 1 2"  PARTS="table baseline scaling ratio report"  RUNS=/tmp/ferry-learning
 #   LSDQN_SETS="learner.lsdqn_period=1000 learner.lsdqn_samples=4096"
+#   RATIO_ENVS="cartpole lunarlander"  RATIOS="64 16 4 1"  RATIO_SEEDS="0 1"  RATIO_SECONDS=12
 # Each part appends to docs/results/runs.jsonl, one JSON object per run; `report` reads it,
 # so parts can run in separate sessions. Delete that file to start afresh.
 set -euo pipefail
@@ -29,9 +33,13 @@ baseline_seeds=${BASELINE_SEEDS:-$seeds}
 scaling_envs=${SCALING_ENVS:-cartpole lunarlander}
 actor_counts=${ACTORS:-1 2 4 8}
 scaling_seeds=${SCALING_SEEDS:-0 1 2}
-parts=${PARTS:-table baseline scaling report}
+parts=${PARTS:-table baseline scaling ratio report}
 runs=${RUNS:-/tmp/ferry-learning}
 lsdqn_sets=${LSDQN_SETS:-learner.lsdqn_period=1000 learner.lsdqn_samples=4096}
+ratio_envs=${RATIO_ENVS:-cartpole lunarlander}
+ratios=${RATIOS:-64 16 4 1}
+ratio_seeds=${RATIO_SEEDS:-0 1}
+ratio_seconds=${RATIO_SECONDS:-12}
 results=docs/results
 # The source every run of this invocation was built from ("-dirty": with uncommitted changes).
 commit=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!docs' || echo -dirty)
@@ -121,6 +129,20 @@ run() {
     v=$(sed -nE "s/.*\"$1\": ([^,}]*).*/\1/p" <<<"$progress")
     echo "${v:-null}"
   }
+  # Env steps and updates a second between the first progress record and the last: the run's
+  # steady rate, without its start-up or its final evaluations.
+  local steady
+  steady=$(grep '"wait_replay_s"' "$dir/metrics.jsonl" | awk '
+      function value(key,   skip) {  # The number after "key": in this line.
+        skip = length(key) + 4
+        return match($0, "\"" key "\": [^,}]*") ? substr($0, RSTART + skip, RLENGTH - skip) : ""
+      }
+      NR == 1 { t0 = value("time"); s0 = value("env_steps"); u0 = value("updates") }
+      { t = value("time"); s = value("env_steps"); u = value("updates") }
+      END {
+        if (NR >= 2 && t > t0) printf "%.1f %.1f", (s - s0) / (t - t0), (u - u0) / (t - t0)
+        else printf "null null"
+      }' || echo "null null")
   local selected selected_updates online
   selected=$(field selected_eval_return)
   selected_updates=$(field selected_updates)
@@ -139,6 +161,10 @@ run() {
       "${selected:-null}" "${selected_updates:-null}"
     printf '"online_eval_return": %s, ' "${online:-null}"
     printf '"lsdqn_period": %s, ' "$(yaml_value "$dir/config.yaml" lsdqn_period)"
+    printf '"samples_per_insert": %s, "batch_size": %s, "envs_per_actor": %s, "shards": %s, ' \
+      "$(yaml_value "$dir/config.yaml" samples_per_insert)" "$(yaml_value "$dir/config.yaml" batch_size)" \
+      "$(yaml_value "$dir/config.yaml" envs_per_actor)" "$(yaml_value "$dir/config.yaml" shards)"
+    printf '"steady_env_steps_per_s": %s, "steady_updates_per_s": %s, ' ${steady}
     printf '"actors": %s, "ranks": %s, "wait_replay_s": %s, "eval_wait_s": %s, "compute_s": %s, "allreduce_s": %s, %s}\n' \
       "$(yaml_value "$dir/config.yaml" count)" "$(yaml_value "$dir/config.yaml" ranks)" \
       "$(pfield wait_replay_s)" "$(pfield eval_wait_s)" "$(pfield compute_s)" "$(pfield allreduce_s)" "$cpu_roles"
@@ -200,8 +226,25 @@ for part in $parts; do
             --set stop.max_env_steps=$((2 * budget[$env]))
         done
       done ;;
+    ratio)
+      for env in $ratio_envs; do
+        capacity=$(( $(yaml_value "${config[$env]}" capacity) * $(yaml_value "${config[$env]}" shards) ))
+        for seed in $ratio_seeds; do
+          for spi in $ratios; do
+            timed=(--set replay.samples_per_insert="$spi" --set stop.target_return=1e9
+                   --set stop.max_env_steps=1000000000 --set stop.max_seconds="$ratio_seconds")
+            run ratio "$env" "$seed" "$env-spi$spi-a1e1-s$seed" "${timed[@]}" \
+              --set actors.count=1 --set actors.envs_per_actor=1 --set learner.ranks=1 \
+              --set replay.shards=1 --set replay.capacity="$capacity"
+            for n in $actor_counts; do
+              run ratio "$env" "$seed" "$env-spi$spi-a$n-s$seed" "${timed[@]}" \
+                --set actors.count="$n" --set learner.ranks=1
+            done
+          done
+        done
+      done ;;
     report) ;;
-    *) echo "learning.sh: unknown part '$part' (table, baseline, lsdqn, scaling, report)" >&2; exit 2 ;;
+    *) echo "learning.sh: unknown part '$part' (table, baseline, lsdqn, scaling, ratio, report)" >&2; exit 2 ;;
   esac
 done
 [[ " $parts " == *" report "* ]] || exit 0
