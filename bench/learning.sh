@@ -11,7 +11,8 @@
 #             every 1000 updates on 4096 transitions) where the config has it off, off where
 #             the config has it on; for the tuned configs' "on or off" choice
 #   scaling   time until the periodic greedy evaluation reaches the env's threshold, with
-#             1, 2, 4, 8 actors (one learner rank) and with 2 learner ranks (2 actors)
+#             one actor with one env and one shard, with 1, 2, 4, 8 actors (one learner rank)
+#             and with 2 learner ranks (2 actors)
 #   ratio     acting against learning: each env's config for RATIO_SECONDS of the learner's
 #             clock at each replay ratio in RATIOS (samples per insert), as one actor with one
 #             env and one shard, then with 1, 2, 4, 8 actors; steady env steps/s and updates/s
@@ -171,6 +172,11 @@ run() {
   } >>"$results/runs.jsonl"
 }
 
+# One shard holding what the config's shards hold together (the 1-actor, 1-shard settings).
+one_shard_capacity() {
+  echo $(( $(yaml_value "${config[$1]}" capacity) * $(yaml_value "${config[$1]}" shards) ))
+}
+
 # The whole budget: the target is out of reach, so every run ends at its env-step budget.
 budget_sets() { echo --set stop.target_return=1e9 --set stop.max_env_steps="${budget[$1]}"; }
 
@@ -185,8 +191,7 @@ for part in $parts; do
       done ;;
     baseline)
       for env in $envs; do
-        # One shard holding what the config's shards hold together.
-        capacity=$(( $(yaml_value "${config[$env]}" capacity) * $(yaml_value "${config[$env]}" shards) ))
+        capacity=$(one_shard_capacity "$env")
         for seed in $baseline_seeds; do
           # shellcheck disable=SC2046
           run paired "$env" "$seed" "$env-paired-s$seed" $(budget_sets "$env")
@@ -215,7 +220,12 @@ for part in $parts; do
       done ;;
     scaling)
       for env in $scaling_envs; do
+        capacity=$(one_shard_capacity "$env")
         for seed in $scaling_seeds; do
+          run scaling "$env" "$seed" "$env-a1e1-r1-s$seed" --set actors.count=1 \
+            --set actors.envs_per_actor=1 --set replay.shards=1 --set replay.capacity="$capacity" \
+            --set learner.ranks=1 --set stop.target_return="${threshold[$env]}" \
+            --set stop.max_env_steps=$((2 * budget[$env]))
           for n in $actor_counts; do
             run scaling "$env" "$seed" "$env-a$n-r1-s$seed" --set actors.count="$n" \
               --set learner.ranks=1 --set stop.target_return="${threshold[$env]}" \
@@ -228,7 +238,7 @@ for part in $parts; do
       done ;;
     ratio)
       for env in $ratio_envs; do
-        capacity=$(( $(yaml_value "${config[$env]}" capacity) * $(yaml_value "${config[$env]}" shards) ))
+        capacity=$(one_shard_capacity "$env")
         for seed in $ratio_seeds; do
           for spi in $ratios; do
             timed=(--set replay.samples_per_insert="$spi" --set stop.target_return=1e9
@@ -375,7 +385,8 @@ BEGIN {
     xbusy[key] += r["compute_s"] + r["allreduce_s"] + r["wait_replay_s"] + r["eval_wait_s"]
   }
   if (r["kind"] == "scaling") {
-    key = e SUBSEP r["actors"] SUBSEP r["ranks"]
+    alone = r["actors"] == 1 && r["envs_per_actor"] == 1 && r["shards"] == 1
+    key = e SUBSEP (alone ? "1 (1 env, 1 shard)" : r["actors"]) SUBSEP r["ranks"]
     if (!(key in seen)) { seen[key] = 1; skeys[++ns] = key }
     reached = r["end"] == "target_reached"
     stime[key] = stime[key] " " (reached ? r["learner_s"] : "inf")
@@ -498,7 +509,9 @@ END {
   print "CPU shares are of the CPU seconds of all the runs'"'"' processes, summed over the seeds (learner /"
   print "actors / replay shards / paramserver); learner waits are the shares of the learner'"'"'s loop spent"
   print "waiting for a sampled batch (the shards'"'"' rate limiters or the network) and for the periodic"
-  print "evaluation before to finish, over the runs that lasted to a progress record."
+  print "evaluation before to finish, over the runs that lasted to a progress record. Actors have"
+  print "the config'"'"'s 8 envs each and its shards, but for *1 (1 env, 1 shard)*: the single-process"
+  print "comparison'"'"'s 1-actor configuration."
   print ""
   print "| env | threshold | actors | learner ranks | seeds | time (median) | env steps | env steps/s | updates/s | CPU % L/A/R/P | learner waits: batches / evaluations |"
   print "|---|---|---|---|---|---|---|---|---|---|---|"
@@ -560,7 +573,8 @@ END {
 flat | awk -F'\t' '{
     delete r
     for (i = 1; i <= NF; i++) { k = substr($i, 1, index($i, "=") - 1); r[k] = substr($i, index($i, "=") + 1) }
-    if (r["kind"] == "scaling" && r["ranks"] == 1 && r["end"] == "target_reached")
+    alone = r["actors"] == 1 && r["envs_per_actor"] == 1 && r["shards"] == 1
+    if (r["kind"] == "scaling" && r["ranks"] == 1 && !alone && r["end"] == "target_reached")
       print r["env"], r["actors"], r["learner_s"], r["updates"] / r["learner_s"]
   }' | sort -k1,1 -k2n >"$runs/scaling.dat"
 # scaling_plot PNG YLABEL TITLE COLUMN
