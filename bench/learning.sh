@@ -133,7 +133,8 @@ run() {
   # Env steps and updates a second between the first progress record and the last: the run's
   # steady rate, without its start-up or its final evaluations.
   local steady
-  steady=$(grep '"wait_replay_s"' "$dir/metrics.jsonl" | awk '
+  # A run that ends before its first progress record has none: awk then reads nothing.
+  steady=$({ grep '"wait_replay_s"' "$dir/metrics.jsonl" || true; } | awk '
       function value(key,   skip) {  # The number after "key": in this line.
         skip = length(key) + 4
         return match($0, "\"" key "\": [^,}]*") ? substr($0, RSTART + skip, RLENGTH - skip) : ""
@@ -143,7 +144,7 @@ run() {
       END {
         if (NR >= 2 && t - t0 > 0) printf "%.1f %.1f", (s - s0) / (t - t0), (u - u0) / (t - t0)
         else printf "null null"
-      }' || echo "null null")
+      }')
   local selected selected_updates online
   selected=$(field selected_eval_return)
   selected_updates=$(field selected_updates)
