@@ -149,24 +149,28 @@ Result<std::vector<std::string>> Plot(const PlotRequest& request) {
                         const std::string& y, bool throughput) {
     gp << "set output " << Quoted((fs::path(out_dir) / png).string()) << "\n";
     gp << "set title " << Quoted(title) << "\nset xlabel " << Quoted(x) << "\nset ylabel "
-       << Quoted(y) << "\nplot ";
-    bool first = true;
+       << Quoted(y) << "\n";
+    std::ostringstream curves;
     for (const Series& s : series) {
       const size_t points = throughput ? s.throughput_points : s.eval_points;
       if (points == 0) continue;
-      if (!first) gp << ", ";
-      first = false;
+      if (curves.tellp() > 0) curves << ", ";
       if (throughput) {
-        gp << Quoted(s.throughput) << " using 1:3 with lines title "
-           << Quoted(s.name + " env steps/s") << ", " << Quoted(s.throughput)
-           << " using 1:4 with lines title " << Quoted(s.name + " updates/s");
+        curves << Quoted(s.throughput) << " using 1:3 with lines title "
+               << Quoted(s.name + " env steps/s") << ", " << Quoted(s.throughput)
+               << " using 1:4 with lines title " << Quoted(s.name + " updates/s");
       } else {
-        gp << Quoted(s.eval) << " using " << (x == "env steps" ? "2" : "1")
-           << ":3 with linespoints title " << Quoted(s.name);
+        curves << Quoted(s.eval) << " using " << (x == "env steps" ? "2" : "1")
+               << ":3 with linespoints title " << Quoted(s.name);
       }
     }
-    if (first) gp << "NaN title 'no data yet'";
-    gp << "\n";
+    if (curves.tellp() > 0) {
+      gp << "plot " << curves.str() << "\n";
+    } else {
+      // A run that ended before its first record of this kind: an empty frame, since gnuplot
+      // cannot autoscale a plot without points.
+      gp << "set xrange [0:1]\nset yrange [0:1]\nplot NaN title 'no data yet'\nset autoscale\n";
+    }
   };
   plot("return_vs_env_steps.png", "greedy evaluation return", "env steps", "mean return", false);
   plot("return_vs_time.png", "greedy evaluation return", "learner wall-clock (s)", "mean return",

@@ -80,6 +80,29 @@ TEST_CASE("the default output is the first run's plots/ directory") {
   fs::remove_all(root);
 }
 
+TEST_CASE("a run that ended before its first progress record still plots") {
+  const fs::path root = TempDir("short");
+  fs::create_directories(root / "run");
+  {
+    core::MetricsWriter writer;
+    REQUIRE(writer.Open((root / "run").string()).ok());
+    writer.Write(core::MetricsRecord()
+                     .Add("time", 1.0)
+                     .Add("updates", 100)
+                     .Add("env_steps", 1000)
+                     .Add("eval_return", 10.0));
+  }
+  auto pngs = Plot({{(root / "run").string()}, (root / "out").string()});
+  REQUIRE_MESSAGE(pngs.ok(), pngs.status().message());
+  for (const std::string& png : *pngs) {
+    CAPTURE(png);
+    CHECK(Read(png).substr(1, 3) == "PNG");
+  }
+  CHECK(Read(root / "out" / "0.run.throughput.dat") ==
+        "# time env_steps env_steps_per_s updates_per_s\n");
+  fs::remove_all(root);
+}
+
 TEST_CASE("a directory without metrics and a damaged metrics.csv are named") {
   const fs::path root = TempDir("bad");
   auto missing = Plot({{(root / "nothing").string()}, (root / "out").string()});
