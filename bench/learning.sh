@@ -16,7 +16,7 @@
 #   ratio     acting against learning: each env's config for RATIO_SECONDS of the learner's
 #             clock at each replay ratio in RATIOS (samples per insert), as one actor with one
 #             env and one shard, then with 1, 2, 4, 8 actors; steady env steps/s and updates/s
-#   report    docs/RESULTS.md, docs/results/*.jsonl and PNG curves (ferry plot, gnuplot)
+#   report    $REPORT from $RESULTS/runs.jsonl, and PNG curves (ferry plot, gnuplot)
 #
 #   usage: bench/learning.sh [BUILD_DIR]          (default: build)
 # Environment: SEEDS="0 1 2 3 4"  ENVS="cartpole acrobot mountaincar lunarlander"
@@ -24,7 +24,10 @@
 #   SCALING_SEEDS="0 1 2"  PARTS="table baseline scaling ratio report"  RUNS=/tmp/ferry-learning
 #   LSDQN_SETS="learner.lsdqn_period=1000 learner.lsdqn_samples=4096"
 #   RATIO_ENVS="cartpole lunarlander"  RATIOS="64 16 4 1"  RATIO_SEEDS="0 1"  RATIO_SECONDS=12
-# Each part appends to docs/results/runs.jsonl, one JSON object per run; `report` reads it,
+#   BUDGET (every env's env-step budget instead of the Zoo's: a short try, or the script's test)
+#   SETS="k=v ..." (passed to every run as --set k=v after the part's own, e.g. other ports)
+#   RESULTS=docs/results (records and curves)  REPORT=docs/RESULTS.md
+# Each part appends to $RESULTS/runs.jsonl, one JSON object per run; `report` reads it,
 # so parts can run in separate sessions. Delete that file to start afresh.
 set -euo pipefail
 build=${1:-build}
@@ -41,7 +44,10 @@ ratio_envs=${RATIO_ENVS:-cartpole lunarlander}
 ratios=${RATIOS:-64 16 4 1}
 ratio_seeds=${RATIO_SEEDS:-0 1}
 ratio_seconds=${RATIO_SECONDS:-12}
-results=docs/results
+results=${RESULTS:-docs/results}
+report=${REPORT:-docs/RESULTS.md}
+extra_sets=()
+for kv in ${SETS:-}; do extra_sets+=(--set "$kv"); done
 # The source every run of this invocation was built from ("-dirty": with uncommitted changes).
 commit=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!docs' || echo -dirty)
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
@@ -54,6 +60,7 @@ declare -A env_id=([cartpole]=CartPole-v1 [acrobot]=Acrobot-v1 [mountaincar]=Mou
                    [lunarlander]=LunarLander-v2)
 declare -A reference=([cartpole]=500.0 [acrobot]=-76.6 [mountaincar]=-100.8 [lunarlander]=154.4)
 declare -A budget=([cartpole]=50000 [acrobot]=100000 [mountaincar]=120000 [lunarlander]=100000)
+if [[ -n ${BUDGET:-} ]]; then for env in "${!budget[@]}"; do budget[$env]=$BUDGET; done; fi
 declare -A threshold=([cartpole]=475 [acrobot]=-100 [mountaincar]=-110 [lunarlander]=150)
 # The tuned configs (configs/cartpole.yaml is the quick start `make run` starts).
 declare -A config=([cartpole]=configs/cartpole_zoo.yaml [acrobot]=configs/acrobot.yaml
@@ -96,7 +103,7 @@ run() {
   local launcher=("$build/ferry" run)
   [[ $kind == serial ]] && launcher=("$build/bench/serial_dqn")
   "${launcher[@]}" "${config[$env]}" --set seed="$seed" --set run.dir="$dir" \
-    --set stop.max_seconds=3600 "$@" >"$runs/$name.log" 2>&1
+    --set stop.max_seconds=3600 "$@" "${extra_sets[@]}" >"$runs/$name.log" 2>&1
   code=$?
   set -e
   end=$(date +%s.%N)
@@ -264,7 +271,7 @@ done
 jsonl="$results/runs.jsonl"
 [[ -s "$jsonl" ]] || { echo "learning.sh: $jsonl is empty; run a part first" >&2; exit 1; }
 # The curves are drawn from the table runs' directories still under $runs; an env with none
-# there keeps an earlier report's curves. `plotted` says whose curves are in docs/results
+# there keeps an earlier report's curves. `plotted` says whose curves are in $results
 # ("cartpole: s5 s6 ...; ..."), read from their data files, since the records may hold more runs.
 plotted=""
 for env in cartpole acrobot mountaincar lunarlander; do
@@ -567,7 +574,7 @@ END {
   printf "(one curve per table run: %s); scaling: `docs/results/scaling.png` and\n", (plotted == "" ? "none" : plotted)
   printf "`scaling_throughput.png`%s. Raw records: `docs/results/runs.jsonl`.\n",
          (nx ? ";\nacting against learning: `docs/results/replay_ratio.png`" : "")
-}' >docs/RESULTS.md
+}' >"$report"
 
 # Scaling plots against actors (one learner rank): each seed a point, each env a line through
 # the mean over its seeds.
@@ -622,5 +629,5 @@ if [[ -s "$runs/ratio.dat" ]]; then
     echo "unset multiplot"
   } | gnuplot
 fi
-[[ -f docs/results/discussion.md ]] && { echo; cat docs/results/discussion.md; } >>docs/RESULTS.md
-echo "learning.sh: wrote docs/RESULTS.md and $results/" >&2
+if [[ -f $results/discussion.md ]]; then { echo; cat "$results/discussion.md"; } >>"$report"; fi
+echo "learning.sh: wrote $report and $results/" >&2

@@ -13,6 +13,7 @@ packages=(
   liblz4-dev                              # replay.compression: lz4
   libbox2d-dev                            # envs/box2d: LunarLander
   gnuplot-nox                             # ferry plot
+  jq                                      # tests/bench/learning_test.sh reads the records
   slurm-wlm munge                         # launch/slurm/ and its test
 )
 
