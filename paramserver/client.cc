@@ -18,7 +18,7 @@ namespace {
 
 // The longest Publish waits for room in its send queue.
 constexpr int kPublishWaitMs = 50;
-// How often Poll repeats a RequestLatest while no version has arrived.
+// How long Poll waits without a new version before it repeats a RequestLatest.
 constexpr double kRequestRepeatS = 1.0;
 // How long a chunked fetch waits for an answer before it asks again.
 constexpr double kChunkRetryS = 1.0;
@@ -76,7 +76,8 @@ WeightsSubscriber::WeightsSubscriber(zmq::context_t& context, const std::string&
                                      const std::string& broadcast_endpoint)
     : endpoint_(endpoint),
       dealer_(context, zmq::socket_type::dealer),
-      sub_(context, zmq::socket_type::sub) {
+      sub_(context, zmq::socket_type::sub),
+      last_heard_(core::NowSeconds()) {
   dealer_.set(zmq::sockopt::linger, core::kLingerMs);
   // A blob bigger than any server accepts is dropped by ZeroMQ before it is allocated.
   for (zmq::socket_t* s : {&dealer_, &sub_}) {
@@ -97,7 +98,7 @@ void WeightsSubscriber::RequestLatest() {
   std::vector<zmq::message_t> payload;
   payload.push_back(core::EncodeMeta(meta));
   core::Send(dealer_, MessageType::kFetchWeights, 0, next_sequence_++, std::move(payload));
-  last_request_ = core::NowSeconds();
+  last_heard_ = core::NowSeconds();
 }
 
 std::vector<zmq::pollitem_t> WeightsSubscriber::PollItems() {
@@ -105,10 +106,7 @@ std::vector<zmq::pollitem_t> WeightsSubscriber::PollItems() {
 }
 
 std::optional<WeightsBlob> WeightsSubscriber::Poll() {
-  if (version_ < 0 && !fetch_ && last_request_ >= 0 &&
-      core::NowSeconds() - last_request_ >= kRequestRepeatS) {
-    RequestLatest();
-  }
+  if (!fetch_ && core::NowSeconds() - last_heard_ >= kRequestRepeatS) RequestLatest();
   std::optional<WeightsBlob> newest;
   zmq::message_t packed;
   while (core::RetryInterrupted([&] { return sub_.recv(packed, zmq::recv_flags::dontwait); })) {
@@ -146,6 +144,7 @@ void WeightsSubscriber::Receive(Result<Message> m, std::optional<WeightsBlob>* n
 void WeightsSubscriber::Take(WeightsBlob blob, std::optional<WeightsBlob>* newest) {
   if (blob.version <= version_) return;
   version_ = blob.version;
+  last_heard_ = core::NowSeconds();
   *newest = std::move(blob);
   if (fetch_ && fetch_->meta.version <= version_) fetch_.reset();
 }

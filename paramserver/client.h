@@ -57,6 +57,9 @@ class WeightsSubscriber {
  public:
   WeightsSubscriber(zmq::context_t& context, const std::string& endpoint,
                     const std::string& broadcast_endpoint);
+  // Asks the server for its latest version; it answers only if it holds a newer one than this
+  // subscriber. Poll asks again after every second without a new version: a broadcast can be
+  // lost (a conflated PUB/SUB pair drops one now and then), and then nothing newer may come.
   void RequestLatest();
   // The newest blob newer than any returned before, if one is waiting.
   std::optional<WeightsBlob> Poll();
@@ -98,7 +101,8 @@ class WeightsSubscriber {
   WeightsMeta announced_;         // The newest chunked version announced (version -1: none).
   int64_t refused_version_ = -1;  // Its chunks did not match its checksum: not fetched again.
   std::optional<ChunkedFetch> fetch_;
-  double last_request_ = -1;  // core::NowSeconds() of the last RequestLatest; -1: none.
+  // core::NowSeconds() of the last RequestLatest or new version, whichever came later.
+  double last_heard_;
   uint64_t next_sequence_ = 1;
 };
 

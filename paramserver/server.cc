@@ -86,7 +86,7 @@ void ParamServer::Serve(const std::atomic<bool>& stop) {
         if (m->header.type == MessageType::kPublishWeights) {
           status = HandlePublish(routing_id, *m);
         } else if (m->header.type == MessageType::kFetchWeights) {
-          HandleFetch(routing_id, *m);
+          status = HandleFetch(routing_id, *m);
         } else if (m->header.type == MessageType::kFetchChunk) {
           status = HandleFetchChunk(routing_id, *m);
         } else {
@@ -170,11 +170,16 @@ const WeightsMeta& ParamServer::latest_meta() const {
   return kept_.empty() ? kNone : kept_.rbegin()->second.meta;
 }
 
-void ParamServer::HandleFetch(const zmq::message_t& routing_id, const Message& m) {
+Status ParamServer::HandleFetch(const zmq::message_t& routing_id, const Message& m) {
+  FetchMeta request;
+  FERRY_RETURN_IF_ERROR(core::DecodeMeta(m, &request));
+  // The fetcher holds the latest already: its repeated asking costs no blob.
+  if (request.have_version >= latest_meta().version) return Status::Ok();
   std::vector<zmq::message_t> payload;
   uint32_t crc = 0;
   const MessageType type = LatestPayload(&payload, &crc);
   core::Send(router_, type, 0, m.header.sequence, std::move(payload), &routing_id, crc);
+  return Status::Ok();
 }
 
 Status ParamServer::HandleFetchChunk(const zmq::message_t& routing_id, const Message& m) {

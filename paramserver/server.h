@@ -77,7 +77,8 @@ class ParamServer {
   void Adopt(WeightsMeta meta, zmq::message_t blob);
   // Drops older versions no subscriber is fetching, down to kMaxKeptVersions.
   void ForgetOldVersions();
-  void HandleFetch(const zmq::message_t& routing_id, const core::Message& m);
+  // Answers with the latest version's message, unless the fetcher holds that version already.
+  Status HandleFetch(const zmq::message_t& routing_id, const core::Message& m);
   Status HandleFetchChunk(const zmq::message_t& routing_id, const core::Message& m);
   // The latest version's message, Weights or WeightsAnnounce, and its payload checksum.
   core::MessageType LatestPayload(std::vector<zmq::message_t>* payload, uint32_t* crc) const;

@@ -173,6 +173,46 @@ TEST_CASE_FIXTURE(ServerFixture,
   CHECK(Bytes(*blob) == BlobOf(1));
 }
 
+TEST_CASE_FIXTURE(ServerFixture, "A subscriber whose broadcast was lost asks again and catches up") {
+  // Its broadcast endpoint has no publisher: every broadcast is lost to it.
+  WeightsSubscriber subscriber(context_, endpoint_, FreeTcpEndpoints().second);
+  WeightsPublisher publisher(context_, endpoint_);
+  Publish(publisher, 1);
+  REQUIRE(WaitUntil([&] { return server_->latest_version() == 1; }));
+  subscriber.RequestLatest();
+  REQUIRE(PollUntilVersion(subscriber, 1).has_value());
+  // Nothing newer comes after version 2: only asking again can bring it.
+  Publish(publisher, 2);
+  const auto start = std::chrono::steady_clock::now();
+  const auto blob = PollUntilVersion(subscriber, 2);
+  REQUIRE(blob.has_value());
+  CHECK(blob->version == 2);
+  CHECK(Bytes(*blob) == BlobOf(2));
+  CHECK(std::chrono::steady_clock::now() - start < milliseconds(2500));
+  CHECK(server_->bad_messages() == 0);
+}
+
+TEST_CASE_FIXTURE(ServerFixture, "A fetch from a subscriber that holds the latest gets no blob") {
+  WeightsPublisher publisher(context_, endpoint_);
+  Publish(publisher, 5);
+  REQUIRE(WaitUntil([&] { return server_->latest_version() == 5; }));
+  RawPeer peer(context_, endpoint_);
+  for (const int64_t have : {int64_t{5}, int64_t{7}, int64_t{4}}) {
+    std::vector<zmq::message_t> payload;
+    payload.push_back(core::EncodeMeta(FetchMeta{have}));
+    core::Send(peer.socket(), MessageType::kFetchWeights, 0, static_cast<uint64_t>(have),
+               std::move(payload));
+  }
+  // Replies keep the order of their requests: the first is the answer to version 4's.
+  const auto reply = peer.Reply();
+  REQUIRE(reply.ok());
+  CHECK(reply->header.sequence == 4);
+  CHECK(reply->header.type == MessageType::kWeights);
+  std::this_thread::sleep_for(milliseconds(50));
+  CHECK(core::ReceiveFrames(peer.socket()).empty());
+  CHECK(server_->bad_messages() == 0);
+}
+
 TEST_CASE_FIXTURE(ServerFixture,
                   "A tree of relays hands every version down and refuses direct publications") {
   // root -> relay -> relay of relay, each with a subscriber of its own.
