@@ -402,6 +402,7 @@ TEST_CASE("a role that cannot run with its configuration stops the run at once, 
                         "hold no transition") != std::string::npos);
   CHECK(run.output.find("restarting") == std::string::npos);
   CHECK(run.seconds < 30);
+  fs::remove_all(dir);
 }
 
 TEST_CASE("the servers' own binaries answer a bad argument with their usage, a bad value as 78") {
