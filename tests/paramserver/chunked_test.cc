@@ -181,9 +181,7 @@ TEST_CASE_FIXTURE(ChunkedServerFixture,
     }
     // A fetch behind it on the same connection is answered after it.
     const uint64_t probe = (uint64_t{1} << 62) + i;
-    std::vector<zmq::message_t> fetch;
-    fetch.push_back(core::EncodeMeta(FetchMeta{}));
-    core::Send(peer.socket(), MessageType::kFetchWeights, 0, probe, std::move(fetch));
+    peer.SendFetch(probe, /*have_version=*/-1);
     int error_replies = 0;
     while (true) {
       const auto reply = peer.Reply();

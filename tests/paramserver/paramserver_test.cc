@@ -173,7 +173,8 @@ TEST_CASE_FIXTURE(ServerFixture,
   CHECK(Bytes(*blob) == BlobOf(1));
 }
 
-TEST_CASE_FIXTURE(ServerFixture, "A subscriber whose broadcast was lost asks again and catches up") {
+TEST_CASE_FIXTURE(ServerFixture,
+                  "A subscriber whose broadcast was lost asks again and catches up") {
   // Its broadcast endpoint has no publisher: every broadcast is lost to it.
   WeightsSubscriber subscriber(context_, endpoint_, FreeTcpEndpoints().second);
   WeightsPublisher publisher(context_, endpoint_);
@@ -197,13 +198,8 @@ TEST_CASE_FIXTURE(ServerFixture, "A fetch from a subscriber that holds the lates
   Publish(publisher, 5);
   REQUIRE(WaitUntil([&] { return server_->latest_version() == 5; }));
   RawPeer peer(context_, endpoint_);
-  for (const int64_t have : {int64_t{5}, int64_t{7}, int64_t{4}}) {
-    std::vector<zmq::message_t> payload;
-    payload.push_back(core::EncodeMeta(FetchMeta{have}));
-    core::Send(peer.socket(), MessageType::kFetchWeights, 0, static_cast<uint64_t>(have),
-               std::move(payload));
-  }
-  // Replies keep the order of their requests: the first is the answer to version 4's.
+  for (const int64_t have : {5, 7, 4}) peer.SendFetch(static_cast<uint64_t>(have), have);
+  // Only the fetch naming version 4 is behind the server's 5: the first reply must answer it.
   const auto reply = peer.Reply();
   REQUIRE(reply.ok());
   CHECK(reply->header.sequence == 4);

@@ -214,6 +214,14 @@ class RawPeer {
     core::Send(socket_, MessageType::kPublishWeights, 0, sequence, std::move(payload));
   }
 
+  void SendFetch(uint64_t sequence, int64_t have_version) {
+    FetchMeta fetch;
+    fetch.have_version = have_version;
+    std::vector<zmq::message_t> payload;
+    payload.push_back(core::EncodeMeta(fetch));
+    core::Send(socket_, MessageType::kFetchWeights, 0, sequence, std::move(payload));
+  }
+
   void SendFetchChunk(uint64_t sequence, int64_t version, uint64_t offset) {
     ChunkMeta chunk;
     chunk.version = version;
