@@ -16,8 +16,12 @@ build: deps
 run: build
 	$(BUILD)/ferry run $(CONFIG) $(ARGS)
 
+# The tests' BLAS-calling binaries start with the OpenBLAS kernels ferry's roles get
+# (`ferry blas`, core/blas_kernels.h).
 test: build
-	cd $(BUILD) && ctest --output-on-failure --timeout 600
+	cd $(BUILD) && blas=$$(./ferry blas 2>/dev/null); \
+	  if [ -n "$$blas" ]; then export OPENBLAS_CORETYPE=$$blas; fi; \
+	  ctest --output-on-failure --timeout 600
 
 clean:
 	rm -rf $(BUILD)

@@ -51,6 +51,9 @@ for kv in ${SETS:-}; do extra_sets+=(--set "$kv"); done
 # The source every run of this invocation was built from ("-dirty": with uncommitted changes).
 commit=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!docs' || echo -dirty)
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+# serial_dqn starts with the OpenBLAS kernels `ferry run` gives its roles (core/blas_kernels.h).
+blas_core=$("$build/ferry" blas 2>/dev/null)
+if [[ -n $blas_core ]]; then export OPENBLAS_CORETYPE=$blas_core; fi
 mkdir -p "$runs" "$results"
 
 # The published reference: RL Baselines3 Zoo, DQN, benchmark.md (mean return, env steps),

@@ -22,6 +22,10 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # One BLAS thread per process (Debian's OpenBLAS reads this only when it loads): two ranks with
 # a BLAS thread per core each would thrash the 2 cores.
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
+# The OpenBLAS kernels `ferry run` gives its roles, on CPUs Debian's OpenBLAS does not know too
+# (core/blas_kernels.h).
+blas_core=$("$build/ferry" blas 2>/dev/null)
+if [[ -n $blas_core ]]; then export OPENBLAS_CORETYPE=$blas_core; fi
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 

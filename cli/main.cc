@@ -10,6 +10,7 @@
 //   ferry envs [--json]                                  registered environments
 //   ferry eval RUN_DIR [--best] [--episodes N] [--seed S] [--json]  a run's policy (ferry-torch)
 //   ferry inspect TARGET [--json] [--watch [S]] ...      a replay shard or snapshot file
+//   ferry blas                                           the OpenBLAS core type roles get
 #include <errno.h>
 #include <signal.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -25,6 +27,7 @@
 #include "cli/command_line.h"
 #include "cli/paramserver_role.h"
 #include "cli/replay_role.h"
+#include "core/blas_kernels.h"
 #include "core/config.h"
 #include "core/curve.h"
 #include "core/log.h"
@@ -212,6 +215,37 @@ int PlotRuns(int argc, char** argv) {
   return 0;
 }
 
+// ferry blas: prints the OPENBLAS_CORETYPE the roles start with (nothing for OpenBLAS's own
+// choice), for scripts that start BLAS-calling binaries themselves; says why on stderr.
+int ReportBlas(int argc, char** argv) {
+  if (argc > 2) {
+    std::fprintf(stderr, "ferry blas: unknown argument '%s'\n%s", argv[2], kUsage);
+    return 1;
+  }
+  if (const char* set = std::getenv("OPENBLAS_CORETYPE")) {
+    std::printf("%s\n", set);
+    std::fprintf(stderr, "ferry blas: OPENBLAS_CORETYPE=%s, from the environment\n", set);
+    return 0;
+  }
+  const std::string core = ferry::core::OpenBlasCore();
+  if (core.empty()) {
+    std::fprintf(stderr, "ferry blas: no OpenBLAS here; nothing to set\n");
+    return 0;
+  }
+  const std::string core_type =
+      ferry::core::FastBlasCoreType(core, ferry::core::ThisCpuVectorSupport());
+  if (core_type.empty()) {
+    std::fprintf(stderr, "ferry blas: OpenBLAS chooses its %s kernels here; that stands\n",
+                 core.c_str());
+    return 0;
+  }
+  std::printf("%s\n", core_type.c_str());
+  std::fprintf(stderr,
+               "ferry blas: OpenBLAS would choose its %s kernels here; the roles start with %s\n",
+               core.c_str(), core_type.c_str());
+  return 0;
+}
+
 // The command, as main runs it.
 int Main(int argc, char** argv) {
   ferry::core::KeepLargeBlocksInHeap();
@@ -221,7 +255,9 @@ int Main(int argc, char** argv) {
   }
   if (std::strcmp(argv[1], "envs") == 0) return ListEnvs(argc, argv);
   if (std::strcmp(argv[1], "plot") == 0) return PlotRuns(argc, argv);
+  if (std::strcmp(argv[1], "blas") == 0) return ReportBlas(argc, argv);
   if (const RoleBinary role = BinaryFor(argv[1]); *role.suffix != '\0') {
+    if (std::strcmp(role.suffix, "-torch") == 0) ferry::core::SetFastBlasCoreType();
     return ExecRole(argc, argv, role);
   }
   if (std::strcmp(argv[1], "keygen") == 0) return KeyGen(argc, argv);
@@ -249,6 +285,7 @@ int Main(int argc, char** argv) {
       std::fprintf(stderr, "ferry run: which config? e.g. ferry run configs/cartpole.yaml\n");
       return 1;
     }
+    ferry::core::SetFastBlasCoreType();  // For every role it starts.
     return ferry::launch::RunTopology(
         {args.config, args.overrides, SelfPath(argv[0]), args.dry_run, args.resume});
   }

@@ -16,6 +16,7 @@
 
 #include "actors/actor.h"
 #include "cli/command_line.h"
+#include "core/blas_kernels.h"
 #include "core/config.h"
 #include "core/curve.h"
 #include "core/log.h"
@@ -133,6 +134,7 @@ int EvalRun(int argc, char** argv) {
 // The command, as main runs it.
 int Main(int argc, char** argv) {
   ferry::core::KeepLargeBlocksInHeap();
+  ferry::core::WarnIfBlasIsGeneric("ferry-torch");
   if (argc >= 2 && std::strcmp(argv[1], "eval") == 0) return EvalRun(argc, argv);
   Args args;
   if (argc < 2 || !ParseArgs(argc, argv, &args)) {

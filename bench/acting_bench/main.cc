@@ -54,6 +54,7 @@
 
 #include "bench/acting_bench/common.h"
 #include "bench/bench.h"
+#include "core/blas_kernels.h"
 #include "core/log.h"
 #include "core/malloc_tuning.h"
 #include "envs/env.h"
@@ -64,6 +65,7 @@ namespace {
 
 int Main(int argc, char** argv) {
   core::KeepLargeBlocksInHeap();  // As ferry's own processes run, baselines included.
+  core::WarnIfBlasIsGeneric("acting_bench");
   Settings s;
   std::string env_id;
   std::string only;

@@ -28,6 +28,7 @@
 #include <string>
 
 #include "bench/learner_bench/common.h"
+#include "core/blas_kernels.h"
 #include "core/log.h"
 #include "core/malloc_tuning.h"
 
@@ -36,6 +37,7 @@ namespace {
 
 int Main(int argc, char** argv) {
   core::KeepLargeBlocksInHeap();  // As ferry's own processes run, baselines included.
+  core::WarnIfBlasIsGeneric("learner_bench");
   MPI_Init(&argc, &argv);
   Settings settings;
   std::string only;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bench/serial_dqn/serial_dqn.h"
+#include "core/blas_kernels.h"
 #include "core/log.h"
 
 namespace {
@@ -30,6 +31,7 @@ int Usage() {
 
 int main(int argc, char** argv) {
   if (argc < 2 || argv[1][0] == '-') return Usage();
+  ferry::core::WarnIfBlasIsGeneric("serial_dqn");
   std::vector<std::string> overrides;
   for (int i = 2; i < argc; ++i) {
     if (std::strcmp(argv[i], "--set") != 0 || i + 1 == argc) return Usage();
