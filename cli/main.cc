@@ -227,22 +227,20 @@ int ReportBlas(int argc, char** argv) {
     std::fprintf(stderr, "ferry blas: OPENBLAS_CORETYPE=%s, from the environment\n", set);
     return 0;
   }
-  const std::string core = ferry::core::OpenBlasCore();
-  if (core.empty()) {
+  const ferry::core::BlasChoice choice = ferry::core::ProbeBlas();
+  if (choice.openblas_core.empty()) {
     std::fprintf(stderr, "ferry blas: no OpenBLAS here; nothing to set\n");
     return 0;
   }
-  const std::string core_type =
-      ferry::core::FastBlasCoreType(core, ferry::core::ThisCpuVectorSupport());
-  if (core_type.empty()) {
+  if (choice.core_type.empty()) {
     std::fprintf(stderr, "ferry blas: OpenBLAS chooses its %s kernels here; that stands\n",
-                 core.c_str());
+                 choice.openblas_core.c_str());
     return 0;
   }
-  std::printf("%s\n", core_type.c_str());
+  std::printf("%s\n", choice.core_type.c_str());
   std::fprintf(stderr,
                "ferry blas: OpenBLAS would choose its %s kernels here; the roles start with %s\n",
-               core.c_str(), core_type.c_str());
+               choice.openblas_core.c_str(), choice.core_type.c_str());
   return 0;
 }
 

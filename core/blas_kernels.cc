@@ -61,27 +61,33 @@ std::string OpenBlasCore() {
   return core;
 }
 
+BlasChoice ProbeBlas() {
+  BlasChoice choice;
+  choice.openblas_core = OpenBlasCore();
+  choice.cpu = ThisCpuVectorSupport();
+  choice.core_type = FastBlasCoreType(choice.openblas_core, choice.cpu);
+  return choice;
+}
+
 std::string SetFastBlasCoreType() {
   if (std::getenv(kCoreTypeVariable) != nullptr) return "";
-  const std::string openblas_core = OpenBlasCore();
-  const CpuVectorSupport cpu = ThisCpuVectorSupport();
-  const std::string core_type = FastBlasCoreType(openblas_core, cpu);
-  if (core_type.empty()) return "";
-  setenv(kCoreTypeVariable, core_type.c_str(), 1);
+  const BlasChoice choice = ProbeBlas();
+  if (choice.core_type.empty()) return "";
+  setenv(kCoreTypeVariable, choice.core_type.c_str(), 1);
   Log("OpenBLAS chose its %s kernels on a CPU with %s; the roles start with %s=%s",
-      openblas_core.c_str(), Describe(cpu), kCoreTypeVariable, core_type.c_str());
-  return core_type;
+      choice.openblas_core.c_str(), Describe(choice.cpu), kCoreTypeVariable,
+      choice.core_type.c_str());
+  return choice.core_type;
 }
 
 void WarnIfBlasIsGeneric(const char* program) {
   if (std::getenv(kCoreTypeVariable) != nullptr) return;
-  const std::string openblas_core = OpenBlasCore();
-  const CpuVectorSupport cpu = ThisCpuVectorSupport();
-  const std::string core_type = FastBlasCoreType(openblas_core, cpu);
-  if (core_type.empty()) return;
+  const BlasChoice choice = ProbeBlas();
+  if (choice.core_type.empty()) return;
   Log("%s: OpenBLAS runs its %s kernels on a CPU with %s, several times slower; start it with "
       "%s=%s (ferry and bench/*.sh do)",
-      program, openblas_core.c_str(), Describe(cpu), kCoreTypeVariable, core_type.c_str());
+      program, choice.openblas_core.c_str(), Describe(choice.cpu), kCoreTypeVariable,
+      choice.core_type.c_str());
 }
 
 }  // namespace ferry::core

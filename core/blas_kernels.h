@@ -37,6 +37,14 @@ std::string FastBlasCoreType(std::string_view openblas_core, CpuVectorSupport cp
 // with one thread); "" when there is no OpenBLAS.
 std::string OpenBlasCore();
 
+// What OpenBLAS chose here, on which CPU, and what to start processes with instead.
+struct BlasChoice {
+  std::string openblas_core;  // OpenBlasCore().
+  CpuVectorSupport cpu;       // ThisCpuVectorSupport().
+  std::string core_type;      // FastBlasCoreType of the two: "" where OpenBLAS's choice stands.
+};
+BlasChoice ProbeBlas();
+
 // For the processes this one starts: sets OPENBLAS_CORETYPE as FastBlasCoreType says, unless
 // the environment sets it already, and logs why. Returns what it set ("" for nothing).
 std::string SetFastBlasCoreType();
