@@ -326,6 +326,31 @@ function median(list,   a, n, i, j, t) {
   for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
   return n == 0 ? "" : n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
+# The speed-ups of ferry (kind "paired") over kind `other` on env e, seed by seed (the other
+# run'"'"'s wall-clock / ferry'"'"'s, both of that seed): "per seed | geometric mean | 95% CI | seeds
+# ferry was faster on", the interval a Student t one on the logarithms; "" without a pair.
+function speedups(e, other,   s, n_s, i, r, n, list, faster, lsum, lsq, m, sd, h) {
+  n_s = split(paired_seeds[e], s, " ")
+  for (i = 1; i <= n_s; i++) {
+    if (!((other, e, s[i]) in seed_wall)) continue
+    r = seed_wall[other, e, s[i]] / seed_wall["paired", e, s[i]]
+    list = list sprintf("%s%.2f", n++ ? ", " : "", r)
+    faster += r > 1
+    lsum += log(r); lsq += log(r) ^ 2
+  }
+  if (!n) return ""
+  m = lsum / n
+  sd = n > 1 ? sqrt(lsq > n * m ^ 2 ? (lsq - n * m ^ 2) / (n - 1) : 0) : 0
+  h = n > 1 ? t95(n - 1) * sd / sqrt(n) : 0
+  return sprintf("%s | %.2fx | %s | %d of %d", list, exp(m),
+                 n > 1 ? sprintf("[%.2f, %.2f]", exp(m - h), exp(m + h)) : "-", faster, n)
+}
+# The median over the seeds of ferry'"'"'s runs on env e of kind `kind`'"'"'s cores busy; "" with none.
+function median_busy(kind, e,   s, n_s, i, list) {
+  n_s = split(paired_seeds[e], s, " ")
+  for (i = 1; i <= n_s; i++) if ((kind, e, s[i]) in seed_busy) list = list " " seed_busy[kind, e, s[i]]
+  return median(list)
+}
 BEGIN {
   n_refs = split(refs, lines, "\n")
   for (i = 1; i <= n_refs; i++) {
@@ -364,6 +389,22 @@ BEGIN {
     bsel[e] += r["selected_eval_return"]
     bupd[e] = bupd[e] " " r["updates"] / r["learner_s"]
     if (known(r["eval_wait_s"])) bevw[e] = bevw[e] " " r["eval_wait_s"]
+  }
+  # Wall-clock by kind, env and seed in the single-process comparison, for the paired
+  # speed-ups; the seeds of kind "paired" (ferry) in the order they ran.
+  if ((r["kind"] == "paired" || r["kind"] == "baseline" || r["kind"] == "serial") &&
+      r["final_eval_return"] != "null") {
+    seed_wall[r["kind"], e, r["seed"]] = r["wall_s"]
+    # The share of the machine'"'"'s cores the run kept busy: its processes'"'"' CPU seconds over its
+    # wall-clock times the cores ("2-core ..."); serial runs have no CPU record.
+    work = r["cpu_learner_s"] + r["cpu_actors_s"] + r["cpu_replay_s"] + r["cpu_paramserver_s"]
+    if (work > 0 && match(m, /^[0-9]+-core/)) {
+      seed_busy[r["kind"], e, r["seed"]] = work / (substr(m, 1, RLENGTH - 5) * r["wall_s"])
+    }
+    if (r["kind"] == "paired" && !((e, r["seed"]) in paired_seen)) {
+      paired_seen[e, r["seed"]] = 1
+      paired_seeds[e] = paired_seeds[e] " " r["seed"]
+    }
   }
   if (r["kind"] == "serial" && r["final_eval_return"] != "null") {
     qn[e]++; qsum[e] += r["final_eval_return"]; qwall[e] = qwall[e] " " r["wall_s"]
@@ -499,6 +540,34 @@ END {
            (pevw[e] != "" && bevw[e] != "" ? sprintf("%.1f / %.1f s", median(pevw[e]), median(bevw[e])) : "-"),
            median(bwall[e]) / median(pwall[e]),
            (qn[e] ? sprintf("%.2fx", median(qwall[e]) / median(pwall[e])) : "-")
+  }
+  print ""
+  print "The speed-ups above divide medians. Here the runs are paired by seed (each seed'"'"'s three ran"
+  print "back to back, on the same machine at the same moment): a seed'"'"'s speed-up is the other run'"'"'s"
+  print "wall-clock / ferry'"'"'s, summarised by the geometric mean over seeds with a 95% Student t"
+  print "interval on the logarithms. An interval that holds 1.00 is a tie at this many seeds. Cores"
+  print "busy are a run'"'"'s CPU seconds (all its processes) over its wall-clock times the machine'"'"'s"
+  print "cores, the median over seeds. No layout of the 1-actor runs'"'"' work finishes before that work"
+  print "spread over every core with none idle, so without doing less work nothing, more actors and"
+  print "ranks included, beats them by more than 1 / their cores busy: the last column."
+  print ""
+  print "| env | seeds | vs 1 actor, per seed | geometric mean | 95% CI | ferry faster on | vs serial, per seed | geometric mean | 95% CI | ferry faster on | cores busy, ferry / 1 actor | bound on a speed-up over 1 actor |"
+  print "|---|---|---|---|---|---|---|---|---|---|---|---|"
+  for (i = 1; i <= n_refs; i++) {
+    e = order[i]
+    one = speedups(e, "baseline")
+    if (one == "") continue
+    serial = speedups(e, "serial")
+    cores = bound = "-"
+    one_busy = median_busy("baseline", e)
+    if (one_busy != "") {
+      ferry_busy = median_busy("paired", e)
+      bound = sprintf("%.2fx", 1 / one_busy)
+      cores = sprintf("%s / %.0f%%", ferry_busy == "" ? "-" : sprintf("%.0f%%", 100 * ferry_busy),
+                      100 * one_busy)
+    }
+    printf "| %s | %d | %s | %s | %s | %s |\n", id[e], split(paired_seeds[e], unused, " "), one,
+           serial == "" ? "- | - | - | -" : serial, cores, bound
   }
   print ""
   if (length(lsdqn_seen)) {

@@ -63,6 +63,9 @@ rows() { grep -c "^| CartPole-v1 | $1" "$report" || true; }
 [[ $(rows "500.0 | 3k |") == 1 ]] || fail "no Zoo table row for CartPole-v1 at the 3k budget"
 grep -q "^| CartPole-v1 | 1 | .* | [0-9.]*x | [0-9.]*x |$" "$report" ||
   fail "no single-process row with both speed-ups"
+# Paired by seed, one seed: its speed-ups with no interval, then the cores busy and the bound.
+grep -q "^| CartPole-v1 | 1 | [0-9.]* | [0-9.]*x | - | [01] of 1 | [0-9.]* | [0-9.]*x | - | [01] of 1 | [0-9]*% / [0-9]*% | [0-9.]*x |$" \
+  "$report" || fail "no paired single-process row with both speed-ups and the bound"
 [[ $(rows "1 / 1 |") == 1 ]] || fail "no LS-DQN row with one seed a side"
 [[ $(rows "475 |") == 4 ]] || fail "expected 4 scaling rows"
 [[ $(rows "64 |") == 3 && $(rows "4 |") == 3 ]] || fail "expected 3 rows per replay ratio"
