@@ -394,16 +394,16 @@ BEGIN {
   # speed-ups; the seeds of kind "paired" (ferry) in the order they ran.
   if ((r["kind"] == "paired" || r["kind"] == "baseline" || r["kind"] == "serial") &&
       r["final_eval_return"] != "null") {
+    if (r["kind"] == "paired" && !(("paired", e, r["seed"]) in seed_wall)) {
+      paired_n[e]++
+      paired_seeds[e] = paired_seeds[e] " " r["seed"]
+    }
     seed_wall[r["kind"], e, r["seed"]] = r["wall_s"]
     # The share of the machine'"'"'s cores the run kept busy: its processes'"'"' CPU seconds over its
     # wall-clock times the cores ("2-core ..."); serial runs have no CPU record.
     work = r["cpu_learner_s"] + r["cpu_actors_s"] + r["cpu_replay_s"] + r["cpu_paramserver_s"]
     if (work > 0 && match(m, /^[0-9]+-core/)) {
       seed_busy[r["kind"], e, r["seed"]] = work / (substr(m, 1, RLENGTH - 5) * r["wall_s"])
-    }
-    if (r["kind"] == "paired" && !((e, r["seed"]) in paired_seen)) {
-      paired_seen[e, r["seed"]] = 1
-      paired_seeds[e] = paired_seeds[e] " " r["seed"]
     }
   }
   if (r["kind"] == "serial" && r["final_eval_return"] != "null") {
@@ -566,7 +566,7 @@ END {
       cores = sprintf("%s / %.0f%%", ferry_busy == "" ? "-" : sprintf("%.0f%%", 100 * ferry_busy),
                       100 * one_busy)
     }
-    printf "| %s | %d | %s | %s | %s | %s |\n", id[e], split(paired_seeds[e], unused, " "), one,
+    printf "| %s | %d | %s | %s | %s | %s |\n", id[e], paired_n[e], one,
            serial == "" ? "- | - | - | -" : serial, cores, bound
   }
   print ""
