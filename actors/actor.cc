@@ -85,6 +85,8 @@ Status RunActor(const core::Config& config, int actor_id, const std::atomic<bool
   FERRY_RETURN_IF_ERROR(core::MoveToRunCpus());  // Started (core/cpu_affinity.h).
   double last_report = core::NowSeconds();
   int64_t steps_at_report = 0;
+  int64_t acks_at_report = 0;
+  double ack_wait_at_report = 0;
   while (!stop.load()) {
     Result<std::optional<PreparedWeights>> next = weights.Take();
     if (!next.ok()) return next.status();
@@ -102,16 +104,23 @@ Status RunActor(const core::Config& config, int actor_id, const std::atomic<bool
     writer.Poll(0);
     const double now = core::NowSeconds();
     if (now - last_report >= 10.0) {
+      // The mean time from writing a batch to its ack: behind a rate limiter, how old the
+      // policy that acted it is by the time the learner can sample it.
+      const int64_t acks = writer.acked_batches() - acks_at_report;
+      const double ack_ms =
+          acks > 0 ? 1e3 * (writer.ack_wait_seconds() - ack_wait_at_report) / acks : NAN;
       core::Log(
-          "actor %d: %lld steps (%.0f/s), acked %lld, in flight %lld, %s, policy v%lld, "
-          "recent return %.1f",
+          "actor %d: %lld steps (%.0f/s), acked %lld (%.0f ms after writing), in flight %lld, "
+          "%s, policy v%lld, recent return %.1f",
           actor_id, static_cast<long long>(actor.steps()),
           (actor.steps() - steps_at_report) / (now - last_report),
-          static_cast<long long>(writer.acked_transitions()),
+          static_cast<long long>(writer.acked_transitions()), ack_ms,
           static_cast<long long>(writer.in_flight()), DurabilitySummary(writer).c_str(),
           static_cast<long long>(actor.policy_version()), actor.RecentMeanReturn());
       last_report = now;
       steps_at_report = actor.steps();
+      acks_at_report = writer.acked_batches();
+      ack_wait_at_report = writer.ack_wait_seconds();
     }
   }
   // A shard acks within milliseconds, except an insert its rate limiter holds back, which at the

@@ -106,6 +106,7 @@ Status ReplayWriter::Write(int count, std::vector<std::vector<uint8_t>> columns,
   Batch batch;
   batch.count = meta.count;
   batch.order = next_order_++;
+  batch.written_at = core::NowSeconds();
   batch.payload.push_back(core::EncodeMeta(meta));
   for (auto& column : columns) batch.payload.push_back(Adopt(std::move(column)));
   batch.payload.push_back(Adopt(std::move(priorities)));
@@ -176,7 +177,11 @@ void ReplayWriter::Acked(size_t k, uint64_t sequence, const InsertAckMeta& ack) 
   if (it == shard.unacked.end()) return;  // Ack of a re-send already acked.
   Batch batch = std::move(it->second);
   shard.unacked.erase(it);
-  if (!batch.acked) acked_transitions_ += batch.count;
+  if (!batch.acked) {
+    acked_transitions_ += batch.count;
+    ++acked_batches_;
+    ack_wait_seconds_ += core::NowSeconds() - batch.written_at;
+  }
   if (sequence < durable_through) return;
   batch.acked = true;
   retained_transitions_ += batch.count;

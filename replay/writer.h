@@ -69,6 +69,10 @@ class ReplayWriter {
   int64_t restart_resent_transitions() const { return restart_resent_transitions_; }
   // Acked transitions let go before they were durable (retain_bytes).
   int64_t unprotected_transitions() const { return unprotected_transitions_; }
+  // Batches acked (once each), and the seconds from their Write to that ack, summed. Past a
+  // round trip the mean is time a shard's rate limiter held them: their data ages meanwhile.
+  int64_t acked_batches() const { return acked_batches_; }
+  double ack_wait_seconds() const { return ack_wait_seconds_; }
 
  private:
   struct Batch {
@@ -76,6 +80,7 @@ class ReplayWriter {
     uint32_t count = 0;
     int64_t bytes = 0;   // Of the payload.
     uint64_t order = 0;  // Position among all batches written: lower is older.
+    double written_at = 0;  // When Write took it.
     double sent_at = 0;
     bool acked = false;  // By an earlier incarnation of the shard.
   };
@@ -105,6 +110,8 @@ class ReplayWriter {
   int next_shard_ = 0;
   uint64_t next_order_ = 0;
   int64_t acked_transitions_ = 0;
+  int64_t acked_batches_ = 0;
+  double ack_wait_seconds_ = 0;
   int64_t resent_batches_ = 0;
   int64_t retained_transitions_ = 0;
   int64_t retained_bytes_ = 0;

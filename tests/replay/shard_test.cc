@@ -578,6 +578,33 @@ TEST_CASE("ReplayWriter re-sends to a rate-limited shard do not pile up there") 
   CHECK(stats.mass.size == 40);
 }
 
+TEST_CASE("ReplayWriter counts the time a rate limiter held its batches before their acks") {
+  zmq::context_t context;
+  ShardThread shard(context, BandOptions());
+  WriterOptions writer_options;
+  writer_options.max_in_flight = 4;
+  ReplayWriter writer(context, {shard.endpoint()}, TestSchema(), writer_options);
+  ReplaySampler sampler(context, {shard.endpoint()}, TestSchema(), /*client_id=*/1, /*seed=*/2);
+
+  // Two batches go straight in (diff 20); the third waits for a sample.
+  for (int b = 0; b < 3; ++b) WriteRows(writer, 10 * b, 10);
+  double until = core::NowSeconds() + 2.0;
+  while (writer.acked_batches() < 2 && core::NowSeconds() < until) writer.Poll(5);
+  REQUIRE(writer.acked_batches() == 2);
+  const double quick = writer.ack_wait_seconds();
+  CHECK(quick < 0.2);
+
+  const double held = 0.3;
+  until = core::NowSeconds() + held;
+  while (core::NowSeconds() < until) writer.Poll(5);
+  CHECK(writer.acked_batches() == 2);
+  REQUIRE(sampler.Sample(10, kBeta, 2.0).ok());
+  REQUIRE(writer.Flush(2.0).ok());
+  CHECK(writer.acked_batches() == 3);
+  CHECK(writer.ack_wait_seconds() - quick >= held);
+  CHECK(writer.ack_wait_seconds() - quick < held + 2.0);
+}
+
 TEST_CASE("ReplaySampler reports a shard's refusal of its schema") {
   zmq::context_t context;
   ShardThread shard(context, TestShardOptions());
