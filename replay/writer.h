@@ -78,8 +78,8 @@ class ReplayWriter {
   struct Batch {
     std::vector<zmq::message_t> payload;  // Kept for re-sends.
     uint32_t count = 0;
-    int64_t bytes = 0;   // Of the payload.
-    uint64_t order = 0;  // Position among all batches written: lower is older.
+    int64_t bytes = 0;      // Of the payload.
+    uint64_t order = 0;     // Position among all batches written: lower is older.
     double written_at = 0;  // When Write took it.
     double sent_at = 0;
     bool acked = false;  // By an earlier incarnation of the shard.
