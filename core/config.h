@@ -68,7 +68,7 @@ struct ActorOptions {
   double epsilon_alpha = 7.0;
   int n_step = 3;
   int insert_batch = 64;  // Transitions per InsertBatch message.
-  int max_in_flight = 8;  // Unacked batches per shard before the actor waits.
+  int max_in_flight = 8;  // Most unacked batches per shard (one while its rate limiter holds).
   // Acked batches not yet in a completed shard snapshot, kept to re-send to a
   // restarted shard; beyond this many bytes the oldest are let go (0: none kept).
   int64_t retain_bytes = int64_t{256} << 20;

@@ -28,7 +28,8 @@ namespace ferry::core {
 inline constexpr uint32_t kMagic = 0x59525246;  // "FRRY" little-endian.
 // 2: InsertAck carries durability (replay/protocol.h).
 // 3: weight blobs over a chunk size are announced and fetched in chunks (paramserver/protocol.h).
-inline constexpr uint16_t kProtocolVersion = 3;
+// 4: InsertAck says whether the shard's rate limiter held the batch (replay/protocol.h).
+inline constexpr uint16_t kProtocolVersion = 4;
 inline constexpr size_t kHeaderBytes = 32;
 inline constexpr size_t kMaxPayloadFrames = 64;
 // The largest insert, sample or priority update, in rows, a replay shard accepts by default

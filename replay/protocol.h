@@ -36,9 +36,11 @@ struct InsertAckMeta {
   uint8_t snapshots = 0;         // 0: the shard never snapshots; a restart loses everything.
   uint64_t incarnation = 0;      // Drawn at shard start: a new value means it restarted.
   uint64_t durable_through = 0;  // Meaningful only with snapshots.
+  // 1: the rate limiter held the batch before it was stored (inserts ran ahead of samples).
+  uint8_t held = 0;
   template <class Archive>
   void serialize(Archive& ar) {
-    ar(duplicate, size, snapshots, incarnation, durable_through);
+    ar(duplicate, size, snapshots, incarnation, durable_through, held);
   }
 };
 

@@ -140,7 +140,7 @@ void ShardServer::Handle(zmq::message_t routing_id, Message message) {
   switch (message.header.type) {
     case MessageType::kInsertBatch: {
       bool deferred = false;
-      status = HandleInsert(routing_id, message, &deferred);
+      status = HandleInsert(routing_id, message, /*held=*/false, &deferred);
       if (status.ok() && deferred) {
         // An actor re-sends what stays unacked; queueing every copy would grow the
         // queue without bound while the limiter holds. Acks go to its latest connection.
@@ -209,7 +209,7 @@ Status ShardServer::ValidateInsert(const Message& m, InsertMeta* meta) const {
   return Status::Ok();
 }
 
-Status ShardServer::HandleInsert(const zmq::message_t& routing_id, const Message& m,
+Status ShardServer::HandleInsert(const zmq::message_t& routing_id, const Message& m, bool held,
                                  bool* deferred) {
   InsertMeta meta;
   FERRY_RETURN_IF_ERROR(ValidateInsert(m, &meta));
@@ -236,6 +236,7 @@ Status ShardServer::HandleInsert(const zmq::message_t& routing_id, const Message
   ack.snapshots = snapshots_.enabled() ? 1 : 0;
   ack.incarnation = incarnation_;
   ack.durable_through = snapshots_.DurableThrough(actor, meta.actor_epoch);
+  ack.held = held ? 1 : 0;
   std::vector<zmq::message_t> payload;
   payload.push_back(core::EncodeMeta(ack));
   Reply(routing_id, MessageType::kInsertAck, m.header.sequence, std::move(payload));
@@ -250,7 +251,7 @@ void ShardServer::DrainPending() {
     pending_.pop_front();
     bool deferred = false;
     // Validated when it arrived; only the limiter can defer it again.
-    FERRY_CHECK(HandleInsert(p.routing_id, p.message, &deferred).ok());
+    FERRY_CHECK(HandleInsert(p.routing_id, p.message, /*held=*/true, &deferred).ok());
     FERRY_CHECK(!deferred);
   }
 }

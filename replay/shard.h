@@ -81,7 +81,9 @@ class ShardServer {
   };
 
   void Handle(zmq::message_t routing_id, core::Message message);
-  Status HandleInsert(const zmq::message_t& routing_id, const core::Message& m, bool* deferred);
+  // `held`: the message waited in pending_ for the rate limiter (its ack says so).
+  Status HandleInsert(const zmq::message_t& routing_id, const core::Message& m, bool held,
+                      bool* deferred);
   Status ValidateInsert(const core::Message& m, InsertMeta* meta) const;
   Status HandleSample(const zmq::message_t& routing_id, const core::Message& m);
   Status HandleUpdate(const core::Message& m);

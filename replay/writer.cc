@@ -1,5 +1,6 @@
 #include "replay/writer.h"
 
+#include <algorithm>
 #include <memory>
 
 #include "core/curve.h"
@@ -38,7 +39,8 @@ ReplayWriter::ReplayWriter(zmq::context_t& context, std::vector<std::string> end
       fingerprint_(schema_.Fingerprint()),
       options_(options) {
   for (const auto& endpoint : endpoints_) {
-    Shard shard{zmq::socket_t(context, zmq::socket_type::dealer), 0, 0, {}, {}};
+    Shard shard{zmq::socket_t(context, zmq::socket_type::dealer), 0, 0, options_.max_in_flight,
+                0, {}, {}};
     shard.socket.set(zmq::sockopt::linger, core::kLingerMs);
     shard.socket.set(zmq::sockopt::maxmsgsize, int64_t{64} << 10);  // Acks are small.
     shard.socket.set(zmq::sockopt::reconnect_ivl, kReconnectIntervalMs);
@@ -55,11 +57,17 @@ int64_t ReplayWriter::in_flight() const {
   return n;
 }
 
+int64_t ReplayWriter::window() const {
+  int64_t n = 0;
+  for (const auto& s : shards_) n += s.window;
+  return n;
+}
+
 int ReplayWriter::PickShard() const {
   const int k = static_cast<int>(shards_.size());
   for (int i = 0; i < k; ++i) {
     const int candidate = (next_shard_ + i) % k;
-    if (static_cast<int>(shards_[candidate].unacked.size()) < options_.max_in_flight) {
+    if (static_cast<int>(shards_[candidate].unacked.size()) < shards_[candidate].window) {
       return candidate;
     }
   }
@@ -177,6 +185,7 @@ void ReplayWriter::Acked(size_t k, uint64_t sequence, const InsertAckMeta& ack) 
   if (it == shard.unacked.end()) return;  // Ack of a re-send already acked.
   Batch batch = std::move(it->second);
   shard.unacked.erase(it);
+  AdaptWindow(shard, ack.held != 0);
   if (!batch.acked) {
     acked_transitions_ += batch.count;
     ++acked_batches_;
@@ -188,6 +197,16 @@ void ReplayWriter::Acked(size_t k, uint64_t sequence, const InsertAckMeta& ack) 
   retained_bytes_ += batch.bytes;
   shard.retained.emplace(sequence, std::move(batch));
   EnforceRetainLimit();
+}
+
+void ReplayWriter::AdaptWindow(Shard& shard, bool held) {
+  if (held) {
+    shard.window = std::max(1, shard.window / 2);
+    shard.unheld_acks = 0;
+  } else if (shard.window < options_.max_in_flight && ++shard.unheld_acks >= shard.window) {
+    ++shard.window;
+    shard.unheld_acks = 0;
+  }
 }
 
 void ReplayWriter::Release(Shard& shard, std::map<uint64_t, Batch>::iterator it) {

@@ -15,6 +15,13 @@
 //
 // Each shard gets its own sequence numbers. When every window is full, Write
 // waits for acks (logging what it waits for) instead of dropping anything.
+//
+// A shard's window adapts to its rate limiter. A batch the limiter held (its
+// ack says so) halves the window, down to one batch; each window's worth of
+// acks that came unheld widens it by one, up to max_in_flight. While the
+// learner samples slower than the actors act, a batch waiting at the shard
+// only ages (its transitions come from an ever older policy), so one waiting
+// batch per shard is enough; while it keeps up, the window pipelines sends.
 // Used from one thread.
 #ifndef FERRY_REPLAY_WRITER_H_
 #define FERRY_REPLAY_WRITER_H_
@@ -35,7 +42,7 @@ namespace ferry::replay {
 struct WriterOptions {
   uint32_t actor_id = 0;
   uint64_t epoch = 0;         // Grows with every process start (e.g. its start time).
-  int max_in_flight = 8;      // Unacked batches per shard.
+  int max_in_flight = 8;      // Unacked batches per shard, at most (the window's ceiling).
   double resend_after = 2.0;  // Seconds without an ack before re-sending.
   // Bytes of acked batches no complete snapshot holds yet, kept to re-send to a
   // restarted shard; past it the oldest are let go (0: none kept).
@@ -62,6 +69,8 @@ class ReplayWriter {
   int64_t acked_transitions() const { return acked_transitions_; }
   int64_t resent_batches() const { return resent_batches_; }
   int64_t in_flight() const;
+  // How many unacked batches the shards' windows allow now, summed over the shards.
+  int64_t window() const;
   // Acked, not yet durable: what is kept for a shard restart right now.
   int64_t retained_transitions() const { return retained_transitions_; }
   int64_t retained_bytes() const { return retained_bytes_; }
@@ -88,6 +97,8 @@ class ReplayWriter {
     zmq::socket_t socket;
     uint64_t next_sequence = 0;
     uint64_t incarnation = 0;  // Of the shard's last ack; 0 before the first.
+    int window = 1;            // Starts at max_in_flight.
+    int unheld_acks = 0;       // Since the window last changed.
     std::map<uint64_t, Batch> unacked;
     std::map<uint64_t, Batch> retained;  // Acked, not yet durable.
   };
@@ -101,6 +112,8 @@ class ReplayWriter {
   // Lets go of the oldest retained batches while over retain_bytes.
   void EnforceRetainLimit();
   void Release(Shard& shard, std::map<uint64_t, Batch>::iterator it);
+  // Narrows or widens shard k's window by whether its rate limiter held a batch.
+  void AdaptWindow(Shard& shard, bool held);
 
   std::vector<std::string> endpoints_;
   core::Schema schema_;

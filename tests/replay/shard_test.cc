@@ -605,6 +605,57 @@ TEST_CASE("ReplayWriter counts the time a rate limiter held its batches before t
   CHECK(writer.ack_wait_seconds() - quick < held + 2.0);
 }
 
+TEST_CASE("ReplayWriter narrows its window to one batch while a rate limiter holds, then widens") {
+  zmq::context_t context;
+  ShardOptions options = TestShardOptions();
+  options.min_size_to_sample = 10;
+  options.samples_per_insert = 1.0;
+  options.samples_per_insert_tolerance = 15.0;  // Inserts wait once 25 rows ahead of samples.
+  ShardThread shard(context, options);
+  WriterOptions writer_options;
+  writer_options.max_in_flight = 4;
+  ReplayWriter writer(context, {shard.endpoint()}, TestSchema(), writer_options);
+  ReplaySampler sampler(context, {shard.endpoint()}, TestSchema(), /*client_id=*/1, /*seed=*/2);
+  RawClient client(context, shard.endpoint());
+  // Samples 10 rows once `waiting` batches wait at the shard, so the sample is what lets
+  // them in and not a race with their arrival.
+  const auto sample_once_waiting = [&](int64_t waiting) {
+    WaitForStats(client, [&](const StatsMeta& s) { return s.inserts_waiting == waiting; });
+    REQUIRE(sampler.Sample(10, kBeta, 2.0).ok());
+  };
+
+  // Three batches go straight in (30 ahead); the fourth is held until a sample.
+  for (int b = 0; b < 4; ++b) WriteRows(writer, 10 * b, 10);
+  sample_once_waiting(1);
+  REQUIRE(writer.Flush(2.0).ok());
+  CHECK(writer.window() == 2);
+  WriteRows(writer, 40, 10);
+  WriteRows(writer, 50, 10);
+  CHECK(writer.in_flight() == 2);
+  sample_once_waiting(2);
+  sample_once_waiting(1);
+  REQUIRE(writer.Flush(2.0).ok());
+  CHECK(writer.window() == 1);
+
+  // One batch waits at the shard, so the next Write waits for its ack.
+  WriteRows(writer, 60, 10);
+  const std::atomic<bool> stop{true};
+  const Status refused = writer.Write(10, testing::MakeColumns(TestSchema(), 70, 10),
+                                      std::vector<float>(10, 1.0f), stop);
+  CHECK(refused.code() == StatusCode::kUnavailable);
+  CHECK(writer.in_flight() == 1);
+
+  // Four samples let it in and leave room for three batches: acked unheld, they widen the
+  // window by one for each window's worth (1, then 2).
+  sample_once_waiting(1);
+  for (int s = 0; s < 3; ++s) sample_once_waiting(0);
+  for (int b = 7; b < 10; ++b) WriteRows(writer, 10 * b, 10);
+  REQUIRE(writer.Flush(2.0).ok());
+  CHECK(writer.window() == 3);
+  CHECK(writer.acked_transitions() == 100);
+  CHECK(client.Stats().mass.inserted_total == 100);
+}
+
 TEST_CASE("ReplaySampler reports a shard's refusal of its schema") {
   zmq::context_t context;
   ShardThread shard(context, TestShardOptions());
