@@ -110,14 +110,14 @@ Status RunActor(const core::Config& config, int actor_id, const std::atomic<bool
       const double ack_ms =
           acks > 0 ? 1e3 * (writer.ack_wait_seconds() - ack_wait_at_report) / acks : NAN;
       core::Log(
-          "actor %d: %lld steps (%.0f/s), acked %lld (%.0f ms after writing), in flight %lld of %lld, "
-          "%s, policy v%lld, recent return %.1f",
+          "actor %d: %lld steps (%.0f/s), acked %lld (%.0f ms after writing), "
+          "in flight %lld of %lld, %s, policy v%lld, recent return %.1f",
           actor_id, static_cast<long long>(actor.steps()),
           (actor.steps() - steps_at_report) / (now - last_report),
           static_cast<long long>(writer.acked_transitions()), ack_ms,
           static_cast<long long>(writer.in_flight()), static_cast<long long>(writer.window()),
-          DurabilitySummary(writer).c_str(),
-          static_cast<long long>(actor.policy_version()), actor.RecentMeanReturn());
+          DurabilitySummary(writer).c_str(), static_cast<long long>(actor.policy_version()),
+          actor.RecentMeanReturn());
       last_report = now;
       steps_at_report = actor.steps();
       acks_at_report = writer.acked_batches();

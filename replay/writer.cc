@@ -39,8 +39,8 @@ ReplayWriter::ReplayWriter(zmq::context_t& context, std::vector<std::string> end
       fingerprint_(schema_.Fingerprint()),
       options_(options) {
   for (const auto& endpoint : endpoints_) {
-    Shard shard{zmq::socket_t(context, zmq::socket_type::dealer), 0, 0, options_.max_in_flight,
-                0, {}, {}};
+    Shard shard{
+        zmq::socket_t(context, zmq::socket_type::dealer), 0, 0, options_.max_in_flight, 0, {}, {}};
     shard.socket.set(zmq::sockopt::linger, core::kLingerMs);
     shard.socket.set(zmq::sockopt::maxmsgsize, int64_t{64} << 10);  // Acks are small.
     shard.socket.set(zmq::sockopt::reconnect_ivl, kReconnectIntervalMs);
