@@ -97,7 +97,7 @@ class ReplayWriter {
     zmq::socket_t socket;
     uint64_t next_sequence = 0;
     uint64_t incarnation = 0;  // Of the shard's last ack; 0 before the first.
-    int window = 1;            // Starts at max_in_flight.
+    int window = 0;            // Unacked batches allowed; max_in_flight at first.
     int unheld_acks = 0;       // Since the window last changed.
     std::map<uint64_t, Batch> unacked;
     std::map<uint64_t, Batch> retained;  // Acked, not yet durable.
@@ -112,7 +112,7 @@ class ReplayWriter {
   // Lets go of the oldest retained batches while over retain_bytes.
   void EnforceRetainLimit();
   void Release(Shard& shard, std::map<uint64_t, Batch>::iterator it);
-  // Narrows or widens shard k's window by whether its rate limiter held a batch.
+  // Narrows or widens a shard's window by whether its rate limiter held a batch.
   void AdaptWindow(Shard& shard, bool held);
 
   std::vector<std::string> endpoints_;
