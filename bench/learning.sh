@@ -11,8 +11,9 @@
 #             every 1000 updates on 4096 transitions) where the config has it off, off where
 #             the config has it on; for the tuned configs' "on or off" choice
 #   scaling   time until the periodic greedy evaluation reaches the env's threshold, with
-#             one actor with one env and one shard, with 1, 2, 4, 8 actors (one learner rank)
-#             and with 2 learner ranks (2 actors)
+#             one actor with one env and one shard, with 1, 2, 4, 8 actors of the config's envs
+#             each (one learner rank), with the config's envs spread over 2, 4, 8 actors (more
+#             processes, the same envs) and with 2 learner ranks (2 actors)
 #   ratio     acting against learning: each env's config for RATIO_SECONDS of the learner's
 #             clock at each replay ratio in RATIOS (samples per insert), as one actor with one
 #             env and one shard, then with 1, 2, 4, 8 actors; steady env steps/s and updates/s
@@ -235,6 +236,7 @@ for part in $parts; do
     scaling)
       for env in $scaling_envs; do
         capacity=$(one_shard_capacity "$env")
+        envs_each=$(yaml_value "${config[$env]}" envs_per_actor)
         for seed in $scaling_seeds; do
           run scaling "$env" "$seed" "$env-a1e1-r1-s$seed" --set actors.count=1 \
             --set actors.envs_per_actor=1 --set replay.shards=1 --set replay.capacity="$capacity" \
@@ -242,6 +244,15 @@ for part in $parts; do
             --set stop.max_env_steps=$((2 * budget[$env]))
           for n in $actor_counts; do
             run scaling "$env" "$seed" "$env-a$n-r1-s$seed" --set actors.count="$n" \
+              --set learner.ranks=1 --set stop.target_return="${threshold[$env]}" \
+              --set stop.max_env_steps=$((2 * budget[$env]))
+          done
+          # The config's envs in all, over more processes: what a process costs, apart from
+          # the envs it adds.
+          for n in $actor_counts; do
+            ((n > 1 && envs_each % n == 0)) || continue
+            run scaling "$env" "$seed" "$env-a$n-e$((envs_each / n))-r1-s$seed" \
+              --set actors.count="$n" --set actors.envs_per_actor=$((envs_each / n)) \
               --set learner.ranks=1 --set stop.target_return="${threshold[$env]}" \
               --set stop.max_env_steps=$((2 * budget[$env]))
           done
@@ -295,8 +306,8 @@ done
 # Flattens each JSON line into k=v fields for awk.
 flat() { sed -E 's/[{}"]//g; s/, /\t/g; s/: /=/g' "$jsonl"; }
 refs=$(for env in cartpole acrobot mountaincar lunarlander; do
-  printf '%s=%s=%s=%s=%s\n' "$env" "${env_id[$env]}" "${reference[$env]}" "${budget[$env]}" \
-    "${threshold[$env]}"; done)
+  printf '%s=%s=%s=%s=%s=%s\n' "$env" "${env_id[$env]}" "${reference[$env]}" "${budget[$env]}" \
+    "${threshold[$env]}" "$(yaml_value "${config[$env]}" envs_per_actor)"; done)
 
 rm -f "$runs/ratio.dat"
 flat | awk -F'\t' -v refs="$refs" -v plotted="$plotted" -v ratio_dat="$runs/ratio.dat" -v machine="$machine" \
@@ -446,7 +457,7 @@ BEGIN {
   }
   if (r["kind"] == "scaling") {
     alone = r["actors"] == 1 && r["envs_per_actor"] == 1 && r["shards"] == 1
-    key = e SUBSEP (alone ? "1 (1 env, 1 shard)" : r["actors"]) SUBSEP r["ranks"]
+    key = e SUBSEP (alone ? "1 x 1, 1 shard" : r["actors"] " x " r["envs_per_actor"]) SUBSEP r["ranks"]
     if (!(key in seen)) { seen[key] = 1; skeys[++ns] = key }
     reached = r["end"] == "target_reached"
     stime[key] = stime[key] " " (reached ? r["learner_s"] : "inf")
@@ -601,11 +612,13 @@ END {
   print "CPU shares are of the CPU seconds of all the runs'"'"' processes, summed over the seeds (learner /"
   print "actors / replay shards / paramserver); learner waits are the shares of the learner'"'"'s loop spent"
   print "waiting for a sampled batch (the shards'"'"' rate limiters or the network) and for the periodic"
-  print "evaluation before to finish, over the runs that lasted to a progress record. Actors have"
-  print "the config'"'"'s 8 envs each and its shards, but for *1 (1 env, 1 shard)*: the single-process"
-  print "comparison'"'"'s 1-actor configuration."
+  print "evaluation before to finish, over the runs that lasted to a progress record. *Actors x envs*"
+  print "gives the actor processes and the envs each one steps, over the config'"'"'s shards: first 1 to 8"
+  print "actors of the config'"'"'s 8 envs each (more processes, more envs), then the config'"'"'s 8 envs"
+  print "spread over 2 to 8 actors (more processes, the same envs); *1 x 1, 1 shard* is the"
+  print "single-process comparison'"'"'s 1-actor configuration."
   print ""
-  print "| env | threshold | actors | learner ranks | seeds | time (median) | env steps | env steps/s | updates/s | CPU % L/A/R/P | learner waits: batches / evaluations |"
+  print "| env | threshold | actors x envs | learner ranks | seeds | time (median) | env steps | env steps/s | updates/s | CPU % L/A/R/P | learner waits: batches / evaluations |"
   print "|---|---|---|---|---|---|---|---|---|---|---|"
   for (i = 1; i <= ns; i++) {
     k = skeys[i]
@@ -660,35 +673,45 @@ END {
          (nx ? ";\nacting against learning: `docs/results/replay_ratio.png`" : "")
 }' >"$report"
 
-# Scaling plots against actors (one learner rank): each seed a point, each env a line through
-# the mean over its seeds.
-flat | awk -F'\t' '{
+# Scaling plots against actors (one learner rank): each seed a point, each env and layout a line
+# through the mean over its seeds. Layout "each": the config's envs per actor; "all": the
+# config's envs spread over the actors. One actor of the config's envs is in both.
+flat | awk -F'\t' -v refs="$refs" '
+  BEGIN { n = split(refs, lines, "\n"); for (i = 1; i <= n; i++) { split(lines[i], f, "="); each[f[1]] = f[6] } }
+  {
     delete r
     for (i = 1; i <= NF; i++) { k = substr($i, 1, index($i, "=") - 1); r[k] = substr($i, index($i, "=") + 1) }
-    alone = r["actors"] == 1 && r["envs_per_actor"] == 1 && r["shards"] == 1
-    if (r["kind"] == "scaling" && r["ranks"] == 1 && !alone && r["end"] == "target_reached")
-      print r["env"], r["actors"], r["learner_s"], r["updates"] / r["learner_s"]
-  }' | sort -k1,1 -k2n >"$runs/scaling.dat"
+    if (r["kind"] != "scaling" || r["ranks"] != 1 || r["end"] != "target_reached") next
+    row = r["actors"] " " r["learner_s"] " " r["updates"] / r["learner_s"]
+    if (r["envs_per_actor"] == each[r["env"]]) print r["env"], "each", row
+    if (r["actors"] * r["envs_per_actor"] == each[r["env"]]) print r["env"], "all", row
+  }' | sort -k1,1 -k2,2 -k3n >"$runs/scaling.dat"
 # scaling_plot PNG YLABEL TITLE COLUMN
 scaling_plot() {
   echo "set terminal pngcairo size 900,560 noenhanced; set output '$results/$1'"
-  echo "set grid; set logscale x 2; set xlabel 'actors (8 envs each)'; set ylabel '$2'"
+  echo "set grid; set logscale x 2; set xlabel 'actors'; set ylabel '$2'"
   echo "set title '$3'; set key top right"
   printf "plot "
-  local sep=""
-  local n=0
+  local sep="" n=0 env layout envs title dash point
   for env in $(cut -d' ' -f1 "$runs/scaling.dat" | sort -u); do
     n=$((n + 1))
-    printf "%s'< grep ^%s %s' using 2:%s with points lc %d title '%s, seeds', '' using 2:%s smooth unique with lines lc %d title '%s, mean'" \
-      "$sep" "$env" "$runs/scaling.dat" "$4" "$n" "${env_id[$env]}" "$4" "$n" "${env_id[$env]}"
-    sep=", "
+    for layout in each all; do
+      grep -q "^$env $layout " "$runs/scaling.dat" || continue
+      dash=1 point=7
+      envs=$(yaml_value "${config[$env]}" envs_per_actor)
+      title="${env_id[$env]}, $envs envs each: mean of seeds"
+      [[ $layout == all ]] && { title="${env_id[$env]}, $envs envs in all: mean of seeds"; dash=2 point=6; }
+      printf "%s'< grep \"^%s %s \" %s' using 3:%s with points lc %d pt %d notitle, '' using 3:%s smooth unique with lines lc %d dt %d title '%s'" \
+        "$sep" "$env" "$layout" "$runs/scaling.dat" "$4" "$n" "$point" "$4" "$n" "$dash" "$title"
+      sep=", "
+    done
   done
   echo
 }
 if [[ -s "$runs/scaling.dat" ]]; then
-  scaling_plot scaling.png "seconds to threshold" "time to the return threshold (1 learner rank)" 3 | gnuplot
+  scaling_plot scaling.png "seconds to threshold" "time to the return threshold (1 learner rank)" 4 | gnuplot
   scaling_plot scaling_throughput.png "updates per second" \
-    "learner updates/s at the configured replay ratio (1 learner rank)" 4 | gnuplot
+    "learner updates/s at the configured replay ratio (1 learner rank)" 5 | gnuplot
 fi
 # Acting against learning: each env a panel, each replay ratio a line of env steps/s over those
 # of one actor with one env at that ratio, against actors.

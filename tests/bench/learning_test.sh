@@ -36,10 +36,11 @@ expect() {  # expect JQ_FILTER N WHAT
   n=$(count "$1")
   [[ $n == "$2" ]] || fail "$3: $n records, expected $2"
 }
-# table, paired, baseline, serial, lsdqn: one each; scaling: 1 actor of 1 env, 1 and 2 actors,
-# 2 ranks; ratio: per ratio, 1 actor of 1 env, then 1 and 2 actors.
+# table, paired, baseline, serial, lsdqn: one each; scaling: 1 actor of 1 env, 1 and 2 actors
+# of the config's 8 envs, 2 actors of 4 (its 8 in all), 2 ranks; ratio: per ratio, 1 actor of 1
+# env, then 1 and 2 actors.
 for kind in table paired baseline serial lsdqn; do expect ".kind == \"$kind\"" 1 "$kind runs"; done
-expect '.kind == "scaling"' 4 "scaling runs"
+expect '.kind == "scaling"' 5 "scaling runs"
 expect '.kind == "ratio"' 6 "ratio runs"
 # ferry run's exit codes: 0 target reached, 2 budget spent without it; anything else failed.
 expect '(.exit_code == 0 and .end == "target_reached") or
@@ -51,6 +52,8 @@ expect '(.kind == "table" or .kind == "paired" or .kind == "baseline" or .kind =
 expect '.kind == "baseline" and .actors == 1 and .envs_per_actor == 1 and .shards == 1' 1 \
   "1-actor baselines with one env and one shard"
 expect '.kind == "scaling" and .ranks == 2' 1 "2-rank scaling runs"
+expect '.kind == "scaling" and .actors == 2 and .envs_per_actor == 4' 1 \
+  "scaling runs with the config's envs spread over 2 actors"
 # Steady rates come in pairs: both measured, or both null (a run with no progress record).
 expect '(.steady_env_steps_per_s == null) != (.steady_updates_per_s == null)' 0 \
   "records with one steady rate only"
@@ -67,7 +70,8 @@ grep -q "^| CartPole-v1 | 1 | .* | [0-9.]*x | [0-9.]*x |$" "$report" ||
 grep -q "^| CartPole-v1 | 1 | [0-9.]* | [0-9.]*x | - | [01] of 1 | [0-9.]* | [0-9.]*x | - | [01] of 1 | [0-9]*% / [0-9]*% | [0-9.]*x |$" \
   "$report" || fail "no paired single-process row with both speed-ups and the bound"
 [[ $(rows "1 / 1 |") == 1 ]] || fail "no LS-DQN row with one seed a side"
-[[ $(rows "475 |") == 4 ]] || fail "expected 4 scaling rows"
+[[ $(rows "475 |") == 5 ]] || fail "expected 5 scaling rows"
+grep -q "^| CartPole-v1 | 475 | 2 x 4 | 1 | 1 |" "$report" || fail "no scaling row for 2 actors of 4 envs"
 [[ $(rows "64 |") == 3 && $(rows "4 |") == 3 ]] || fail "expected 3 rows per replay ratio"
 if grep -n -i -w nan "$report"; then fail "the report prints NaN"; fi
 for png in cartpole/return_vs_env_steps.png cartpole/return_vs_time.png replay_ratio.png; do
