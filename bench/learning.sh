@@ -337,6 +337,13 @@ function median(list,   a, n, i, j, t) {
   for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
   return n == 0 ? "" : n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
+# "lo-hi s" over a list of times in seconds ("inf": a run that never got there).
+function time_range(list,   a, n, i, lo, hi) {
+  n = split(list, a, " ")
+  lo = hi = a[1]
+  for (i = 2; i <= n; i++) { if (a[i] + 0 < lo + 0) lo = a[i]; if (a[i] + 0 > hi + 0) hi = a[i] }
+  return (lo == "inf" ? "inf" : sprintf("%.1f", lo)) "-" (hi == "inf" ? "inf" : sprintf("%.1f", hi)) " s"
+}
 # The speed-ups of ferry (kind "paired") over kind `other` on env e, seed by seed (the other
 # run'"'"'s wall-clock / ferry'"'"'s, both of that seed): "per seed | geometric mean | 95% CI | seeds
 # ferry was faster on", the interval a Student t one on the logarithms; "" without a pair.
@@ -608,7 +615,8 @@ END {
   print "## Scaling: time to the threshold with more actors and learner ranks"
   print ""
   print "Time is the learner'"'"'s clock when its periodic greedy evaluation first reaches the threshold"
-  print "(\"inf\": not within 2x the budget); time, env steps and rates are medians over the seeds."
+  print "(\"inf\": not within 2x the budget); time, env steps and rates are medians over the seeds,"
+  print "and the range is the fastest seed'"'"'s time to the slowest'"'"'s."
   print "CPU shares are of the CPU seconds of all the runs'"'"' processes, summed over the seeds (learner /"
   print "actors / replay shards / paramserver); learner waits are the shares of the learner'"'"'s loop spent"
   print "waiting for a sampled batch (the shards'"'"' rate limiters or the network) and for the periodic"
@@ -618,8 +626,8 @@ END {
   print "spread over 2 to 8 actors (more processes, the same envs); *1 x 1, 1 shard* is the"
   print "single-process comparison'"'"'s 1-actor configuration."
   print ""
-  print "| env | threshold | actors x envs | learner ranks | seeds | time (median) | env steps | env steps/s | updates/s | CPU % L/A/R/P | learner waits: batches / evaluations |"
-  print "|---|---|---|---|---|---|---|---|---|---|---|"
+  print "| env | threshold | actors x envs | learner ranks | seeds | time (median) | time, seeds'"'"' range | env steps | env steps/s | updates/s | CPU % L/A/R/P | learner waits: batches / evaluations |"
+  print "|---|---|---|---|---|---|---|---|---|---|---|---|"
   for (i = 1; i <= ns; i++) {
     k = skeys[i]
     split(k, part_of, SUBSEP)
@@ -627,8 +635,8 @@ END {
     cpu = scl[k] + sca[k] + scr[k] + scp[k]
     shares = cpu > 0 ? sprintf("%.0f / %.0f / %.0f / %.0f", 100 * scl[k] / cpu, 100 * sca[k] / cpu,
                                100 * scr[k] / cpu, 100 * scp[k] / cpu) : "-"
-    printf "| %s | %s | %s | %s | %d | %s | %s | %.0f | %.0f | %s | %s |\n", id[part_of[1]], thr[part_of[1]], part_of[2], part_of[3],
-           sseeds[k], (t == "inf" ? "inf" : sprintf("%.1f s", t)), median(ssteps[k]), median(srate[k]), median(supd[k]),
+    printf "| %s | %s | %s | %s | %d | %s | %s | %s | %.0f | %.0f | %s | %s |\n", id[part_of[1]], thr[part_of[1]], part_of[2], part_of[3],
+           sseeds[k], (t == "inf" ? "inf" : sprintf("%.1f s", t)), time_range(stime[k]), median(ssteps[k]), median(srate[k]), median(supd[k]),
            shares, (sbusy[k] > 0 ? sprintf("%.0f%% / %s", 100 * swaits[k] / sbusy[k],
                                            sev_n[k] ? sprintf("%.0f%%", 100 * sevals[k] / sbusy[k]) : "-") : "-")
   }
