@@ -332,16 +332,21 @@ function mean_sd(total, squares, count,   mean) {
 }
 # Whether a record has this field with a value (older records lack some fields).
 function known(v) { return v != "" && v != "null" }
+# A list entry as a number; "inf" (a run that never reached its threshold) above every other.
+# Spelled out because awks differ: mawk reads "inf" as infinity, gawk as 0.
+function number(v) { return v == "inf" ? 1e300 : v + 0 }
 function median(list,   a, n, i, j, t) {
   n = split(list, a, " ")
-  for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-  return n == 0 ? "" : n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+  for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (number(a[j]) < number(a[i])) { t = a[i]; a[i] = a[j]; a[j] = t }
+  if (n == 0) return ""
+  if (n % 2) return a[(n + 1) / 2]
+  return a[n / 2 + 1] == "inf" ? "inf" : (a[n / 2] + a[n / 2 + 1]) / 2
 }
 # "lo-hi s" over a list of times in seconds ("inf": a run that never got there).
 function time_range(list,   a, n, i, lo, hi) {
   n = split(list, a, " ")
   lo = hi = a[1]
-  for (i = 2; i <= n; i++) { if (a[i] + 0 < lo + 0) lo = a[i]; if (a[i] + 0 > hi + 0) hi = a[i] }
+  for (i = 2; i <= n; i++) { if (number(a[i]) < number(lo)) lo = a[i]; if (number(a[i]) > number(hi)) hi = a[i] }
   return (lo == "inf" ? "inf" : sprintf("%.1f", lo)) "-" (hi == "inf" ? "inf" : sprintf("%.1f", hi)) " s"
 }
 # The speed-ups of ferry (kind "paired") over kind `other` on env e, seed by seed (the other
