@@ -42,7 +42,8 @@ end=$(grep '"end"' "$dir/metrics.jsonl" | tail -n1)
 
 awk -v hz="$(getconf CLK_TCK)" -v env_steps="$(sed -nE 's/.*"env_steps": ([0-9]+).*/\1/p' <<<"$end")" \
     -v config="$config" -v actors="$actors" -v envs="$envs" -v seed="$seed" \
-    -v commit="$(git rev-parse --short HEAD)" '
+    -v commit="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!docs' || echo -dirty)" \
+    -v machine="$(getconf _NPROCESSORS_ONLN)-core $(sed -nE 's/^model name\t: //p' /proc/cpuinfo | head -n1 | tr -d '"\\')" '
   { key = $1 " " $2; last[key] = $4
     kind[key] = $1 == $2 ? "acting" : ($3 ~ /^ZMQbg/ ? "zeromq" : "other")
     if ($1 == $2) acting[$1] = acting[$1] " " $4 }
@@ -54,6 +55,6 @@ awk -v hz="$(getconf CLK_TCK)" -v env_steps="$(sed -nE 's/.*"env_steps": ([0-9]+
       startup += start / hz; processes++
     }
     printf "{\"kind\": \"actor_threads\", \"config\": \"%s\", \"seed\": %d, \"actors\": %d, \"envs_per_actor\": %d, ", config, seed, actors, envs
-    printf "\"commit\": \"%s\", \"env_steps\": %s, \"processes_seen\": %d, ", commit, env_steps == "" ? "null" : env_steps, processes
+    printf "\"commit\": \"%s\", \"machine\": \"%s\", \"env_steps\": %s, \"processes_seen\": %d, ", commit, machine, env_steps == "" ? "null" : env_steps, processes
     printf "\"cpu_acting_s\": %.2f, \"cpu_acting_startup_s\": %.2f, \"cpu_zeromq_s\": %.2f, \"cpu_other_s\": %.2f}\n", cpu["acting"], startup, cpu["zeromq"], cpu["other"]
   }' "$samples"
