@@ -12,11 +12,11 @@ set -euo pipefail
 (($# >= 5)) || { sed -n '2,10p' "$0" >&2; exit 2; }
 build=$1 config=$2 actors=$3 envs=$4 seed=$5
 shift 5
-export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
-blas_core=$("$build/ferry" blas 2>/dev/null || true)
-if [[ -n $blas_core ]]; then export OPENBLAS_CORETYPE=$blas_core; fi
+# shellcheck source=bench/common.sh
+source "$(dirname "$0")/common.sh"
+bench_blas_env "$build"
 
-work=$(mktemp -d /tmp/ferry-actor-threads-XXXXXX)
+work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 dir=$work/run samples=$work/samples
 "$build/ferry" run "$config" --set seed="$seed" --set run.dir="$dir" --set actors.count="$actors" \
@@ -27,10 +27,9 @@ while kill -0 "$supervisor" 2>/dev/null; do
   # Actors run as `ferry-torch actor --config RUN_DIR/config.yaml --id N`.
   for pid in $(pgrep -f "actor --config $dir/config.yaml" || true); do
     for task in /proc/"$pid"/task/*; do
-      read -r stat 2>/dev/null <"$task/stat" || continue
+      cpu_ticks "$task/stat" || continue
       read -r comm 2>/dev/null <"$task/comm" || continue
-      read -r -a fields <<<"${stat##*) }"  # After the command name: state, ppid, ...
-      echo "$pid ${task##*/} $comm $((fields[11] + fields[12]))"  # utime + stime, in ticks
+      echo "$pid ${task##*/} $comm $ticks"
     done
   done >>"$samples"
   sleep 0.5
@@ -42,8 +41,7 @@ end=$(grep '"end"' "$dir/metrics.jsonl" | tail -n1)
 
 awk -v hz="$(getconf CLK_TCK)" -v env_steps="$(sed -nE 's/.*"env_steps": ([0-9]+).*/\1/p' <<<"$end")" \
     -v config="$config" -v actors="$actors" -v envs="$envs" -v seed="$seed" \
-    -v commit="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!docs' || echo -dirty)" \
-    -v machine="$(getconf _NPROCESSORS_ONLN)-core $(sed -nE 's/^model name\t: //p' /proc/cpuinfo | head -n1 | tr -d '"\\')" '
+    -v commit="$(bench_commit)" -v machine="$(bench_machine)" '
   { key = $1 " " $2; last[key] = $4
     kind[key] = $1 == $2 ? "acting" : ($3 ~ /^ZMQbg/ ? "zeromq" : "other")
     if ($1 == $2) acting[$1] = acting[$1] " " $4 }

@@ -49,15 +49,12 @@ results=${RESULTS:-docs/results}
 report=${REPORT:-docs/RESULTS.md}
 extra_sets=()
 for kv in ${SETS:-}; do extra_sets+=(--set "$kv"); done
-# The source every run of this invocation was built from ("-dirty": with uncommitted changes).
-commit=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!docs' || echo -dirty)
-export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
-# The machine each record ran on, e.g. "2-core AMD EPYC" (no ", ": the report splits on it).
-machine="$(getconf _NPROCESSORS_ONLN)-core $(sed -nE 's/^model name\t: //p' /proc/cpuinfo | head -n1 |
-  tr -d '"' | sed 's/, / /g')"
-# serial_dqn starts with the OpenBLAS kernels `ferry run` gives its roles (core/blas_kernels.h).
-blas_core=$("$build/ferry" blas 2>/dev/null || true)  # No ferry built: nothing to set.
-if [[ -n $blas_core ]]; then export OPENBLAS_CORETYPE=$blas_core; fi
+# shellcheck source=bench/common.sh
+source "$(dirname "$0")/common.sh"
+# The source every run of this invocation was built from, and the machine each record ran on.
+commit=$(bench_commit)
+machine=$(bench_machine)
+bench_blas_env "$build"
 mkdir -p "$runs" "$results"
 
 # The published reference: RL Baselines3 Zoo, DQN, benchmark.md (mean return, env steps),
@@ -79,7 +76,7 @@ yaml_value() { sed -nE "s/^ +$2: *([^ #]+).*/\1/p" "$1" | head -n1; }
 # Appends every second the CPU seconds of each process of the run in $1 to $2
 # ("pid seconds command..."); a process's last line is its total, roles exit at different times.
 watch_cpu() {
-  local hz pid line args times
+  local hz pid args ticks
   hz=$(getconf CLK_TCK)
   while sleep 1; do
     # Builtins only per process (read, mapfile): this loop shares the run's 2 cores.
@@ -87,9 +84,7 @@ watch_cpu() {
       mapfile -d '' args 2>/dev/null <"/proc/$pid/cmdline" || continue
       ((${#args[@]})) || continue  # Exited between grep and read: an empty command line.
       [[ ${args[0]##*/} == grep ]] && continue
-      read -r line 2>/dev/null <"/proc/$pid/stat" || continue
-      read -r -a times <<<"${line##*) }"  # After the command name: state, ppid, ...
-      local ticks=$((times[11] + times[12]))  # utime + stime
+      cpu_ticks "/proc/$pid/stat" || continue
       printf '%s %d.%02d %s\n' "$pid" $((ticks / hz)) $((ticks % hz * 100 / hz)) "${args[*]}"
     done >>"$2"
   done
@@ -708,10 +703,10 @@ scaling_plot() {
   local sep="" n=0 env layout envs title dash point
   for env in $(cut -d' ' -f1 "$runs/scaling.dat" | sort -u); do
     n=$((n + 1))
+    envs=$(yaml_value "${config[$env]}" envs_per_actor)
     for layout in each all; do
       grep -q "^$env $layout " "$runs/scaling.dat" || continue
       dash=1 point=7
-      envs=$(yaml_value "${config[$env]}" envs_per_actor)
       title="${env_id[$env]}, $envs envs each: mean of seeds"
       [[ $layout == all ]] && { title="${env_id[$env]}, $envs envs in all: mean of seeds"; dash=2 point=6; }
       printf "%s'< grep \"^%s %s \" %s' using 3:%s with points lc %d pt %d notitle, '' using 3:%s smooth unique with lines lc %d dt %d title '%s'" \
