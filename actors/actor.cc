@@ -13,7 +13,6 @@
 #include "core/experience.h"
 #include "core/log.h"
 #include "core/topology.h"
-#include "models/fast_mlp.h"
 #include "replay/writer.h"
 
 namespace ferry::actors {
@@ -40,7 +39,6 @@ double ApexEpsilon(double epsilon, double alpha, int slot, int slots) {
 }
 
 Status RunActor(const core::Config& config, int actor_id, const std::atomic<bool>& stop) {
-  models::UseOneInferenceThread();
   const int num_envs = config.actors.envs_per_actor;
   const int slots = config.actors.count * num_envs;
   VectorActorOptions options;
@@ -78,9 +76,8 @@ Status RunActor(const core::Config& config, int actor_id, const std::atomic<bool
         return actor.PrepareWeights(blob.version, blob.data(), blob.size(), into);
       });
 
-  core::Log("actor %d: %d x %s, epsilon %.4g..%.4g, %s inference, sending to %d shards", actor_id,
-            num_envs, config.env.id.c_str(), options.epsilon.front(), options.epsilon.back(),
-            actor.fast_inference() ? "fast MLP (bit-exact with LibTorch)" : "LibTorch",
+  core::Log("actor %d: %d x %s, epsilon %.4g..%.4g, sending to %d shards", actor_id, num_envs,
+            config.env.id.c_str(), options.epsilon.front(), options.epsilon.back(),
             config.replay.shards);
   FERRY_RETURN_IF_ERROR(core::MoveToRunCpus());  // Started (core/cpu_affinity.h).
   double last_report = core::NowSeconds();

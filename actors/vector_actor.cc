@@ -10,6 +10,13 @@
 namespace ferry::actors {
 namespace {
 
+std::vector<int> LayerSizes(int obs_dim, const std::vector<int>& hidden, int num_actions) {
+  std::vector<int> sizes = {obs_dim};
+  sizes.insert(sizes.end(), hidden.begin(), hidden.end());
+  sizes.push_back(num_actions);
+  return sizes;
+}
+
 template <typename T>
 std::vector<uint8_t> Bytes(const std::vector<T>& v, int rows, int per_row) {
   const auto* p = reinterpret_cast<const uint8_t*>(v.data());
@@ -24,6 +31,10 @@ Result<std::unique_ptr<VectorActor>> VectorActor::Create(const VectorActorOption
                            std::to_string(options.epsilon.size()) + " for " +
                            std::to_string(options.env_seeds.size()));
   }
+  if (!models::FastMlp::Available()) {
+    return InvalidArgument(
+        "this process has no BLAS sgemm_ to run the actor's network with (link libblas.so.3)");
+  }
   std::vector<std::unique_ptr<envs::Env>> envs;
   for (uint64_t seed : options.env_seeds) {
     auto env = envs::MakeEnv(options.env_id, seed);
@@ -34,18 +45,7 @@ Result<std::unique_ptr<VectorActor>> VectorActor::Create(const VectorActorOption
     return InvalidArgument("env.id: " + options.env_id +
                            " has continuous actions; the Ape-X DQN actor needs a discrete env");
   }
-  std::unique_ptr<VectorActor> actor(new VectorActor(options, std::move(envs)));
-  if (options.inference != Inference::kLibTorch) {
-    // Step's batches: E envs, plus up to E final observations of truncated episodes.
-    const int num_envs = actor->num_envs();
-    actor->fast_ = models::ExactFastMlp(*actor->net_, {num_envs, num_envs + 1, 2 * num_envs});
-  }
-  if (options.inference == Inference::kFastMlp && !actor->fast_) {
-    return InvalidArgument(
-        "the fast MLP inference path does not reproduce LibTorch's forward "
-        "for this network here (no BLAS sgemm_, or other bits); use LibTorch");
-  }
-  return actor;
+  return std::unique_ptr<VectorActor>(new VectorActor(options, std::move(envs)));
 }
 
 VectorActor::VectorActor(const VectorActorOptions& options,
@@ -53,11 +53,11 @@ VectorActor::VectorActor(const VectorActorOptions& options,
     : envs_(std::move(envs)),
       obs_dim_(envs_[0]->observation_space().flat_size()),
       num_actions_(envs_[0]->action_space().n),
-      hidden_(options.hidden),
+      sizes_(LayerSizes(obs_dim_, options.hidden, num_actions_)),
       insert_batch_(options.insert_batch),
       priority_epsilon_(static_cast<float>(options.priority_epsilon)),
       epsilon_(options.epsilon),
-      net_(obs_dim_, num_actions_, options.hidden),
+      net_(sizes_),
       rng_(options.seed),
       random_action_(0, num_actions_ - 1),
       nstep_(envs_.size(), NStepAccumulator(obs_dim_, options.n_step, options.gamma)),
@@ -67,16 +67,8 @@ VectorActor::VectorActor(const VectorActorOptions& options,
       obs_(2 * envs_.size() * obs_dim_),
       next_obs_(obs_dim_),
       episode_return_(envs_.size(), 0.0) {
-  net_->eval();
+  net_.InitUniform(options.seed);
   for (size_t e = 0; e < envs_.size(); ++e) envs_[e]->Reset(&obs_[e * obs_dim_]);
-}
-
-const float* VectorActor::QValues(const float* obs, int batch) {
-  if (fast_) return fast_->Forward(obs, batch);
-  torch::NoGradGuard no_grad;
-  libtorch_q_ =
-      net_->forward(torch::from_blob(const_cast<float*>(obs), {batch, obs_dim_})).contiguous();
-  return libtorch_q_.data_ptr<float>();
 }
 
 void VectorActor::CompleteRows(const float* q) {
@@ -94,7 +86,7 @@ void VectorActor::CompleteRows(const float* q) {
 
 void VectorActor::Step() {
   const int num_envs = this->num_envs();
-  const float* q = QValues(obs_.data(), num_envs + truncated_rows_);
+  const float* q = net_.Forward(obs_.data(), num_envs + truncated_rows_);
   CompleteRows(q);
   int truncated_rows = 0;
   for (int e = 0; e < num_envs; ++e) {
@@ -156,34 +148,22 @@ InsertBatch VectorActor::TakeBatch() {
 }
 
 Status VectorActor::LoadWeights(int64_t version, const uint8_t* blob, size_t bytes) {
-  FERRY_RETURN_IF_ERROR(models::FromBlob(*net_, blob, bytes));
-  if (fast_) fast_->CopyWeights(*net_);
+  FERRY_RETURN_IF_ERROR(net_.LoadBlob(blob, bytes));
   version_ = version;
   return Status::Ok();
 }
 
 Status VectorActor::PrepareWeights(int64_t version, const uint8_t* blob, size_t bytes,
                                    PreparedWeights* into) const {
-  if (into->net.is_empty()) {
-    into->net = models::QNetwork(obs_dim_, num_actions_, hidden_);
-    into->net->eval();
-  }
-  FERRY_RETURN_IF_ERROR(models::FromBlob(*into->net, blob, bytes));
-  if (fast_inference()) {
-    if (into->fast) {
-      into->fast->CopyWeights(*into->net);
-    } else {
-      into->fast.emplace(*into->net);
-    }
-  }
+  if (!into->net) into->net.emplace(sizes_);
+  FERRY_RETURN_IF_ERROR(into->net->LoadBlob(blob, bytes));
   into->version = version;
   return Status::Ok();
 }
 
 void VectorActor::AdoptWeights(PreparedWeights& weights) {
-  FERRY_CHECK(!weights.net.is_empty() && weights.fast.has_value() == fast_.has_value());
-  std::swap(net_, weights.net);
-  if (fast_) fast_->SwapWeights(*weights.fast);
+  FERRY_CHECK(weights.net.has_value());
+  net_.SwapWeights(*weights.net);
   std::swap(version_, weights.version);
 }
 

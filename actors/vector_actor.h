@@ -23,10 +23,11 @@
 // AdoptWeights swaps the result in between two Steps, so a new version costs
 // the acting thread nothing but the swap.
 //
-// Inference runs on models::FastMlp when it gives LibTorch's bits for this
-// network at the batch sizes this actor uses (E to 2E rows; checked once at
-// construction at E, E + 1 and 2E); on LibTorch otherwise. The choice needs no configuration;
-// Inference forces one side for benchmarks and tests.
+// Inference runs on models::FastMlp: LibTorch's bits without LibTorch, so an
+// actor process (ferry-actor) loads none and starts in milliseconds, where
+// loading LibTorch costs about 0.5 s of CPU. Until its first version arrives an
+// actor acts with weights drawn as LibTorch's Linear draws its own
+// (FastMlp::InitUniform, seeded with the exploration seed).
 //
 // Step and TakeBatch do no per-transition allocation: the n-step rings, the
 // transition buffer (insert_batch plus two Steps' rows, as each env emits up
@@ -36,8 +37,6 @@
 // Step, or the buffer overflows (a checked abort). Used from one thread.
 #ifndef FERRY_ACTORS_VECTOR_ACTOR_H_
 #define FERRY_ACTORS_VECTOR_ACTOR_H_
-
-#include <torch/torch.h>
 
 #include <array>
 #include <cstdint>
@@ -51,11 +50,8 @@
 #include "core/status.h"
 #include "envs/env.h"
 #include "models/fast_mlp.h"
-#include "models/q_network.h"
 
 namespace ferry::actors {
-
-using models::Inference;
 
 struct VectorActorOptions {
   std::string env_id;
@@ -67,15 +63,12 @@ struct VectorActorOptions {
   double gamma = 0.99;
   int insert_batch = 64;           // Transitions per InsertBatch.
   double priority_epsilon = 1e-6;  // Added to every |TD error|.
-  Inference inference = Inference::kAuto;
 };
 
-// A version of the policy made ready for VectorActor::AdoptWeights: the
-// network, and the fast path's copy of its weights when the actor uses one.
+// A version of the policy made ready for VectorActor::AdoptWeights.
 struct PreparedWeights {
   int64_t version = -1;
-  models::QNetwork net{nullptr};
-  std::optional<models::FastMlp> fast;
+  std::optional<models::FastMlp> net;  // Empty until a version is first prepared into it.
 };
 
 // `count` rows of every transition column (core::TransitionColumn order) and
@@ -116,14 +109,11 @@ class VectorActor {
   // n-step rings or the buffer): steps() is every transition handed over
   // plus these.
   int64_t transitions_waiting() const;
-  bool fast_inference() const { return fast_.has_value(); }
   // Mean return of the last (up to 20) finished episodes; 0 before the first.
   double RecentMeanReturn() const;
 
  private:
   VectorActor(const VectorActorOptions& options, std::vector<std::unique_ptr<envs::Env>> envs);
-  // Q-values [batch, num_actions] of `obs` [batch, obs_dim]; valid until the next call.
-  const float* QValues(const float* obs, int batch);
   // Gives the rows emitted by the last Step their priorities, from `q`, the
   // Q-values of this Step's input.
   void CompleteRows(const float* q);
@@ -131,13 +121,11 @@ class VectorActor {
   std::vector<std::unique_ptr<envs::Env>> envs_;
   int obs_dim_;
   int num_actions_;
-  std::vector<int> hidden_;
+  std::vector<int> sizes_;  // The network's layer widths, obs_dim_ to num_actions_.
   int insert_batch_;
   float priority_epsilon_;
   std::vector<double> epsilon_;
-  models::QNetwork net_;
-  std::optional<models::FastMlp> fast_;
-  torch::Tensor libtorch_q_;  // Keeps LibTorch's output alive for QValues' caller.
+  models::FastMlp net_;
   int64_t version_ = -1;
 
   std::mt19937_64 rng_;

@@ -122,7 +122,7 @@ run() {
   local cpu_roles
   cpu_roles=$(awk '$3 == "mpirun" { next }
       { role = "other" }
-      / learner / { role = "learner" } / actor / { role = "actors" }
+      / learner / { role = "learner" } /ferry-actor|ferry actor/ { role = "actors" }
       /ferry-replay|ferry replay/ { role = "replay" }
       /ferry-paramserver|ferry paramserver/ { role = "paramserver" }
       { total[$1] = $2; role_of[$1] = role }

@@ -86,14 +86,6 @@ bool ParseArgs(int argc, char** argv, Args* args) {
       const char* v = value("--set");
       if (!v) return false;
       args->overrides.push_back(v);
-    } else if (a == "--id") {
-      const char* v = value(a.c_str());
-      if (!v) return false;
-      if (!ParseInt(v, &args->index)) {
-        std::fprintf(stderr, "ferry %s: %s must be a non-negative integer, got '%s'\n",
-                     args->command.c_str(), a.c_str(), v);
-        return false;
-      }
     } else if (a == "--dry-run") {
       args->dry_run = true;
     } else if (a == "--resume" && args->command == "run") {

@@ -1,11 +1,13 @@
-// What `ferry` and `ferry-torch` share: the usage text, the arguments of run, actor and
-// learner (--config, --set, --id, ...) and their errors, and the stop flag SIGINT/SIGTERM set.
+// What `ferry` and `ferry-torch` share: the usage text, the arguments of run and learner
+// (--config, --set, --resume, ...) and their errors, and the stop flag SIGINT/SIGTERM set.
 //
 //   ferry              (cli/main.cc)     run, envs, inspect, keygen, plot; without LibTorch
 //                                        and MPI, so that `ferry run` starts its roles at once.
 //                                        Each role it hands, arguments as they are, to the
 //                                        binary beside it that runs that role:
-//   ferry-torch        (cli/torch_main.cc)  actor, learner, eval: the roles with a Q-network
+//   ferry-torch        (cli/torch_main.cc)  learner, eval: the roles that train or load a
+//                                           LibTorch Q-network
+//   ferry-actor        (cli/actor_main.cc)  actor (lean: its network runs on models::FastMlp)
 //   ferry-replay       (cli/replay_role.h)  replay (lean: cheap snapshot forks)
 //   ferry-paramserver  (cli/paramserver_role.h)  paramserver (lean)
 #ifndef FERRY_CLI_COMMAND_LINE_H_
@@ -30,7 +32,6 @@ struct Args {
   std::string command;
   std::string config;
   std::vector<std::string> overrides;
-  int index = -1;  // actor --id.
   bool dry_run = false;
   bool resume = false;
   bool exit_zero = false;  // learner --exit-zero.

@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "core/log.h"
@@ -49,6 +50,16 @@ int LeanServerMain(int argc, char** argv, const std::string& binary, const std::
     return ExitCodeFor(served);
   }
   return 0;
+}
+
+Result<int> ParseIndex(const std::string& flag, const std::string& value, int count) {
+  char* end = nullptr;
+  const long index = std::strtol(value.c_str(), &end, 10);
+  if (value.empty() || *end != '\0' || index < 0 || index >= count) {
+    return InvalidArgument(flag + " must be in 0.." + std::to_string(count - 1) + ", got '" +
+                           value + "'");
+  }
+  return static_cast<int>(index);
 }
 
 }  // namespace ferry::cli

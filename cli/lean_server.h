@@ -1,6 +1,7 @@
-// The main of the server roles' binaries, which link neither LibTorch nor MPI: ferry-replay
-// (cli/replay_role.h) and ferry-paramserver (cli/paramserver_role.h). A process with LibTorch
-// loaded spends about 0.8 s of CPU starting and forks ten times slower.
+// The main of the roles' binaries that link neither LibTorch nor MPI: ferry-replay
+// (cli/replay_role.h), ferry-paramserver (cli/paramserver_role.h) and ferry-actor
+// (cli/actor_main.cc). A process with LibTorch loaded spends about 0.5-0.8 s of CPU starting
+// and forks ten times slower.
 #ifndef FERRY_CLI_LEAN_SERVER_H_
 #define FERRY_CLI_LEAN_SERVER_H_
 
@@ -24,6 +25,10 @@ using ServeFn = std::function<Status(const core::Config& config, const std::stri
 // (78: it cannot run with this config, a bad FLAG value included).
 int LeanServerMain(int argc, char** argv, const std::string& binary, const std::string& flag,
                    const std::string& flag_usage, const ServeFn& serve);
+
+// The value of an index flag (`--shard K`, `--id I`) as an integer in 0..count-1;
+// InvalidArgument naming `flag` otherwise.
+Result<int> ParseIndex(const std::string& flag, const std::string& value, int count);
 
 }  // namespace ferry::cli
 

@@ -4,7 +4,7 @@
 //   ferry run CONFIG [--set key=value]... [--dry-run]   the whole topology here
 //   ferry replay --config CONFIG --shard K               one replay shard
 //   ferry paramserver --config CONFIG [--upstream F,B]   the parameter server (or a relay)
-//   ferry actor --config CONFIG --id I                   one actor process     (ferry-torch)
+//   ferry actor --config CONFIG --id I                   one actor process     (ferry-actor)
 //   ferry run --resume RUN_DIR                           continue a stopped run
 //   ferry learner --config CONFIG [--resume] [--exit-zero]  one rank (under mpirun; ferry-torch)
 //   ferry envs [--json]                                  registered environments
@@ -42,19 +42,22 @@ namespace {
 
 using core::Config;
 
-// The binary beside this one that runs `command`, and whether it takes the command word
-// (ferry-torch runs three roles; a server's binary runs only its own); "" for this binary's own.
+// The binary beside this one that runs `command`, whether it takes the command word
+// (ferry-torch runs two roles; the others only their own) and whether it calls BLAS; "" for this
+// binary's own.
 struct RoleBinary {
   const char* suffix;
   bool takes_command;
+  bool calls_blas;
 };
 RoleBinary BinaryFor(const char* command) {
-  for (const char* torch_role : {"actor", "learner", "eval"}) {
-    if (std::strcmp(command, torch_role) == 0) return {"-torch", true};
+  for (const char* torch_role : {"learner", "eval"}) {
+    if (std::strcmp(command, torch_role) == 0) return {"-torch", true, true};
   }
-  if (std::strcmp(command, "replay") == 0) return {"-replay", false};
-  if (std::strcmp(command, "paramserver") == 0) return {"-paramserver", false};
-  return {"", false};
+  if (std::strcmp(command, "actor") == 0) return {"-actor", false, true};
+  if (std::strcmp(command, "replay") == 0) return {"-replay", false, false};
+  if (std::strcmp(command, "paramserver") == 0) return {"-paramserver", false, false};
+  return {"", false, false};
 }
 
 // Replaces this process with the role's binary on the same arguments.
@@ -255,7 +258,7 @@ int Main(int argc, char** argv) {
   if (std::strcmp(argv[1], "plot") == 0) return PlotRuns(argc, argv);
   if (std::strcmp(argv[1], "blas") == 0) return ReportBlas(argc, argv);
   if (const RoleBinary role = BinaryFor(argv[1]); *role.suffix != '\0') {
-    if (std::strcmp(role.suffix, "-torch") == 0) ferry::core::SetFastBlasCoreType();
+    if (role.calls_blas) ferry::core::SetFastBlasCoreType();
     return ExecRole(argc, argv, role);
   }
   if (std::strcmp(argv[1], "keygen") == 0) return KeyGen(argc, argv);

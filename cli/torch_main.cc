@@ -1,12 +1,12 @@
-// ferry-torch: the roles of ferry that hold a Q-network, and so load LibTorch (and MPI):
+// ferry-torch: the roles of ferry that train or load a LibTorch Q-network, and so load LibTorch
+// (and MPI):
 //
-//   ferry actor --config CONFIG --id I                   one actor process
 //   ferry learner --config CONFIG [--resume] [--exit-zero]  one rank (under mpirun)
 //   ferry eval RUN_DIR [--best] [--episodes N] [--seed S] [--json]  a run's policy, greedy
 //
 // `ferry` (cli/main.cc) hands these commands here with their arguments as they are, and
-// `ferry run` starts actors and learner ranks here directly. Loading LibTorch costs a process
-// about 0.7 s of CPU, which the other commands do not pay.
+// `ferry run` starts learner ranks here directly. Loading LibTorch costs a process about 0.5 s
+// of CPU, which the other commands, actors included (ferry-actor), do not pay.
 #include <mpi.h>
 
 #include <cstdio>
@@ -14,7 +14,6 @@
 #include <cstring>
 #include <string>
 
-#include "actors/actor.h"
 #include "cli/command_line.h"
 #include "core/blas_kernels.h"
 #include "core/config.h"
@@ -28,19 +27,6 @@ namespace ferry::cli {
 namespace {
 
 using core::Config;
-
-int RunActorRole(const Args& args, const Config& config) {
-  if (args.index < 0 || args.index >= config.actors.count) {
-    std::fprintf(stderr, "ferry actor: --id must be in 0..%d\n", config.actors.count - 1);
-    return 1;
-  }
-  ferry::core::SetLogName("actor-" + std::to_string(args.index));
-  if (auto s = ferry::core::InstallSocketSecurity(config.security, false, true); !s.ok()) {
-    return Fail(s);
-  }
-  const ferry::Status s = ferry::actors::RunActor(config, args.index, g_stop);
-  return s.ok() ? 0 : Fail(s);
-}
 
 int RunLearnerRole(const Args& args, const Config& config) {
   if (auto s = ferry::core::InstallSocketSecurity(config.security, false, true); !s.ok()) {
@@ -143,9 +129,8 @@ int Main(int argc, char** argv) {
   }
   StopOnSignals();
   Config config;
-  if (args.command == "actor") return Load(args, &config) ? RunActorRole(args, config) : 1;
   if (args.command == "learner") return Load(args, &config) ? RunLearnerRole(args, config) : 1;
-  std::fprintf(stderr, "ferry-torch: '%s' is not one of its commands (actor, learner, eval)\n%s",
+  std::fprintf(stderr, "ferry-torch: '%s' is not one of its commands (learner, eval)\n%s",
                args.command.c_str(), kUsage);
   return 1;
 }

@@ -217,24 +217,20 @@ std::vector<Child> Topology(const core::Config& config, const std::string& binar
                             const std::string& config_file, bool resume) {
   std::vector<Child> children;
   const std::vector<std::string> common = {"--config", config_file};
-  auto role = [&](const std::string& name, std::vector<std::string> argv) {
-    argv.insert(argv.begin() + 2, common.begin(), common.end());
-    children.push_back(Child{name, std::move(argv)});
-  };
-  // Each role runs as its own binary beside ferry (cli/command_line.h): a server's takes no
-  // command word.
-  auto server = [&](const std::string& name, const std::string& word,
-                    const std::vector<std::string>& extra) {
+  // Each role runs as its own binary beside ferry (cli/command_line.h); all but the learner's
+  // (ferry-torch) run that one role and take no command word.
+  auto lean = [&](const std::string& name, const std::string& word,
+                  const std::vector<std::string>& extra) {
     std::vector<std::string> argv = {binary + "-" + word};
     argv.insert(argv.end(), common.begin(), common.end());
     argv.insert(argv.end(), extra.begin(), extra.end());
     children.push_back(Child{name, std::move(argv)});
   };
   for (int k = 0; k < config.replay.shards; ++k) {
-    server("replay-" + std::to_string(k), "replay", {"--shard", std::to_string(k)});
+    lean("replay-" + std::to_string(k), "replay", {"--shard", std::to_string(k)});
     children.back().listens = {core::ReplayBindEndpoint(config, k)};
   }
-  server("paramserver", "paramserver", {});
+  lean("paramserver", "paramserver", {});
   children.back().listens = {core::ParamServerBindEndpoint(config),
                              core::BroadcastBindEndpoint(config)};
   std::vector<std::string> mpi = {"mpirun"};
@@ -249,9 +245,8 @@ std::vector<Child> Topology(const core::Config& config, const std::string& binar
     mpi.push_back(a);
   }
   mpi.push_back(std::to_string(config.learner.ranks));
-  const std::string torch = binary + "-torch";  // Learner ranks and actors.
   for (const std::string& a :
-       {torch, std::string("learner"), std::string("--config"), config_file}) {
+       {binary + "-torch", std::string("learner"), std::string("--config"), config_file}) {
     mpi.push_back(a);
   }
   if (resume) mpi.push_back("--resume");
@@ -260,7 +255,7 @@ std::vector<Child> Topology(const core::Config& config, const std::string& binar
   mpi.push_back("--exit-zero");
   children.push_back(Child{"learner", mpi, /*is_learner=*/true});
   for (int i = 0; i < config.actors.count; ++i) {
-    role("actor-" + std::to_string(i), {torch, "actor", "--id", std::to_string(i)});
+    lean("actor-" + std::to_string(i), "actor", {"--id", std::to_string(i)});
   }
   return children;
 }

@@ -7,12 +7,15 @@ namespace ferry::learner {
 bool TargetAhead::Available() { return models::FastMlp::Available(); }
 
 TargetAhead::TargetAhead(models::QNetworkImpl& target, int64_t version)
-    : incoming_(target), incoming_version_(version), net_(target), version_(version) {}
+    : incoming_(models::FastMlpOf(target)),
+      incoming_version_(version),
+      net_(models::FastMlpOf(target)),
+      version_(version) {}
 
 void TargetAhead::Publish(models::QNetworkImpl& target, int64_t version) {
   std::lock_guard<std::mutex> lock(mu_);
   if (version == incoming_version_) return;
-  incoming_.CopyWeights(target);
+  models::CopyWeights(target, incoming_);
   incoming_version_ = version;
   fresh_ = true;
 }

@@ -20,6 +20,7 @@
 
 #include "learner/dqn_loss.h"
 #include "models/fast_mlp.h"
+#include "models/q_network.h"
 
 namespace ferry::learner {
 

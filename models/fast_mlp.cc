@@ -7,8 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
-
-#include "core/status.h"
+#include <string>
 
 namespace ferry::models {
 namespace {
@@ -22,10 +21,13 @@ void Relu(float* x, size_t size) {
   for (; i < size; ++i) _mm_store_ss(x + i, _mm_max_ss(zero, _mm_load_ss(x + i)));
 }
 
+// `floats` rounded up to a whole number of 64-byte lines.
+size_t Padded(size_t floats) { return (floats + 15) / 16 * 16; }
+
 }  // namespace
 
-// Looked up in the global scope, where libtorch_cpu's own reference to sgemm_
-// was bound, rather than linked: the build links LibTorch, not a BLAS.
+// Looked up in the global scope rather than called by name: in a process with LibTorch that
+// is where libtorch_cpu's own reference to sgemm_ was bound; ferry-actor links the BLAS itself.
 SgemmFn BlasSgemm() {
   static const SgemmFn sgemm = reinterpret_cast<SgemmFn>(dlsym(RTLD_DEFAULT, "sgemm_"));
   return sgemm;
@@ -49,31 +51,57 @@ void LinearForward(const float* weight, const float* bias, int in, int out, cons
 
 bool FastMlp::Available() { return BlasSgemm() != nullptr; }
 
-FastMlp::FastMlp(QNetworkImpl& net) {
+FastMlp::FastMlp(const std::vector<int>& sizes) {
   FERRY_CHECK(Available());
-  const std::vector<torch::Tensor> params = net.parameters();
-  FERRY_CHECK(!params.empty() && params.size() % 2 == 0);
-  for (size_t i = 0; i < params.size(); i += 2) {
-    FERRY_CHECK(params[i].dim() == 2 && params[i + 1].dim() == 1);
+  FERRY_CHECK(sizes.size() >= 2);
+  size_t end = 0;
+  for (size_t l = 0; l + 1 < sizes.size(); ++l) {
+    FERRY_CHECK(sizes[l] > 0 && sizes[l + 1] > 0);
     Layer layer;
-    layer.out = static_cast<int>(params[i].size(0));
-    layer.in = static_cast<int>(params[i].size(1));
-    FERRY_CHECK(params[i + 1].size(0) == layer.out);
-    FERRY_CHECK(layers_.empty() || layers_.back().out == layer.in);
-    layer.weight = torch::empty({layer.out, layer.in}, torch::kFloat32);
-    layer.bias = torch::empty({layer.out}, torch::kFloat32);
-    layers_.push_back(std::move(layer));
+    layer.in = sizes[l];
+    layer.out = sizes[l + 1];
+    layer.weight = end;
+    layer.bias = end + Padded(static_cast<size_t>(layer.out) * layer.in);
+    end = layer.bias + Padded(layer.out);
+    layers_.push_back(layer);
   }
-  CopyWeights(net);
+  weights_.assign(end, 0.f);
 }
 
-void FastMlp::CopyWeights(QNetworkImpl& net) {
-  const std::vector<torch::Tensor> params = net.parameters();
-  FERRY_CHECK(params.size() == 2 * layers_.size());
-  torch::NoGradGuard no_grad;
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    layers_[l].weight.copy_(params[2 * l].detach());
-    layers_[l].bias.copy_(params[2 * l + 1].detach());
+int64_t FastMlp::parameter_count() const {
+  int64_t n = 0;
+  for (const Layer& layer : layers_) n += static_cast<int64_t>(layer.out) * (layer.in + 1);
+  return n;
+}
+
+Status CheckBlobSize(size_t bytes, int64_t parameters) {
+  const size_t expected = static_cast<size_t>(parameters) * sizeof(float);
+  if (bytes == expected) return Status::Ok();
+  return InvalidArgument("weight blob has " + std::to_string(bytes) + " bytes, the model needs " +
+                         std::to_string(expected) + " (different architecture?)");
+}
+
+Status FastMlp::LoadBlob(const uint8_t* data, size_t bytes) {
+  FERRY_RETURN_IF_ERROR(CheckBlobSize(bytes, parameter_count()));
+  for (const Layer& layer : layers_) {
+    const size_t weight_bytes = static_cast<size_t>(layer.out) * layer.in * sizeof(float);
+    std::memcpy(&weights_[layer.weight], data, weight_bytes);
+    data += weight_bytes;
+    std::memcpy(&weights_[layer.bias], data, layer.out * sizeof(float));
+    data += layer.out * sizeof(float);
+  }
+  return Status::Ok();
+}
+
+void FastMlp::InitUniform(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  for (const Layer& layer : layers_) {
+    const float bound = 1.f / std::sqrt(static_cast<float>(layer.in));
+    std::uniform_real_distribution<float> uniform(-bound, bound);
+    float* w = &weights_[layer.weight];
+    for (size_t i = 0; i < static_cast<size_t>(layer.out) * layer.in; ++i) w[i] = uniform(rng);
+    float* b = &weights_[layer.bias];
+    for (int i = 0; i < layer.out; ++i) b[i] = uniform(rng);
   }
 }
 
@@ -81,9 +109,8 @@ void FastMlp::SwapWeights(FastMlp& other) {
   FERRY_CHECK(other.layers_.size() == layers_.size());
   for (size_t l = 0; l < layers_.size(); ++l) {
     FERRY_CHECK(other.layers_[l].in == layers_[l].in && other.layers_[l].out == layers_[l].out);
-    std::swap(layers_[l].weight, other.layers_[l].weight);
-    std::swap(layers_[l].bias, other.layers_[l].bias);
   }
+  std::swap(weights_, other.weights_);
 }
 
 const float* FastMlp::Forward(const float* obs, int batch) {
@@ -91,41 +118,15 @@ const float* FastMlp::Forward(const float* obs, int batch) {
   const float* x = obs;
   for (size_t l = 0; l < layers_.size(); ++l) {
     const Layer& layer = layers_[l];
-    torch::Tensor& activations = activations_[l % 2];
-    const int64_t size = static_cast<int64_t>(batch) * layer.out;
-    if (!activations.defined() || activations.numel() < size) {
-      activations = torch::empty({size}, torch::kFloat32);
-    }
-    float* y = activations.data_ptr<float>();
-    LinearForward(layer.weight.data_ptr<float>(), layer.bias.data_ptr<float>(), layer.in, layer.out,
-                  x, batch, /*relu=*/l + 1 < layers_.size(), y);
+    AlignedFloats& activations = activations_[l % 2];
+    const size_t size = static_cast<size_t>(batch) * layer.out;
+    if (activations.size() < size) activations.resize(size);
+    float* y = activations.data();
+    LinearForward(&weights_[layer.weight], &weights_[layer.bias], layer.in, layer.out, x, batch,
+                  /*relu=*/l + 1 < layers_.size(), y);
     x = y;
   }
   return x;
-}
-
-bool ForwardMatchesLibTorch(QNetworkImpl& net, FastMlp& fast, int batch, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> normal(0.f, 1.f);
-  std::vector<float> obs(static_cast<size_t>(batch) * fast.obs_dim());
-  for (float& x : obs) x = normal(rng);
-  obs[0] = 0.f;
-  obs[obs.size() - 1] = -0.f;
-  torch::NoGradGuard no_grad;
-  const torch::Tensor q =
-      net.forward(torch::from_blob(obs.data(), {batch, fast.obs_dim()})).contiguous();
-  const float* mine = fast.Forward(obs.data(), batch);
-  return q.numel() == static_cast<int64_t>(batch) * fast.num_actions() &&
-         std::memcmp(q.data_ptr<float>(), mine, q.numel() * sizeof(float)) == 0;
-}
-
-std::optional<FastMlp> ExactFastMlp(QNetworkImpl& net, std::initializer_list<int> batches) {
-  if (!FastMlp::Available()) return std::nullopt;
-  FastMlp fast(net);
-  for (int batch : batches) {
-    if (!ForwardMatchesLibTorch(net, fast, batch, /*seed=*/batch)) return std::nullopt;
-  }
-  return fast;
 }
 
 int ArgMax(const float* values, int n) {
@@ -136,7 +137,5 @@ int ArgMax(const float* values, int n) {
   }
   return best;
 }
-
-void UseOneInferenceThread() { torch::set_num_threads(1); }
 
 }  // namespace ferry::models

@@ -1,5 +1,7 @@
-// QNetwork's forward pass without LibTorch's per-call dispatch, for actors
-// that run small MLP policies at batch sizes of 1 to a few hundred.
+// QNetwork's forward pass without LibTorch, for actors that run small MLP
+// policies at batch sizes of 1 to a few hundred, and for the learner's
+// evaluations and target values. This file needs no LibTorch: ferry-actor, which
+// links none, acts with it (models/q_network.h makes one of a QNetwork).
 //
 //   obs [B, in] -> per Linear layer: out = bias broadcast over the B rows,
 //                  out += x W^T (one sgemm_, beta = 1), ReLU between layers
@@ -7,51 +9,68 @@
 //
 // These are the calls LibTorch's CPU Linear makes (addmm copies the bias into
 // the result, then calls the BLAS sgemm_ with the same transposes, leading
-// dimensions and beta), into the very sgemm_ LibTorch calls: the one the
-// dynamic linker resolved for libtorch_cpu, found at run time. So the output is
-// the same bits as QNetwork::forward, not merely close; ForwardMatchesLibTorch
-// checks it. When the process has no sgemm_ (a LibTorch built on MKL)
-// FastMlp::Available() is false and callers keep to LibTorch.
+// dimensions and beta), into the very sgemm_ LibTorch calls, found at run time:
+// libtorch_cpu links Debian's libblas.so.3, and ferry-actor links that same
+// library. So the output is the same bits as QNetwork::forward, not merely
+// close; ForwardMatchesLibTorch (models/q_network.h) checks it. When the process
+// has no sgemm_ (a LibTorch built on MKL) FastMlp::Available() is false and
+// callers keep to LibTorch.
 //
-// A FastMlp holds a copy of the weights (CopyWeights after every FromBlob) and
+// A FastMlp holds its weights (LoadBlob, or CopyWeights of a QNetwork) and
 // scratch activations that grow to the largest batch seen, so Forward does not
 // allocate once warm. Not thread-safe: one FastMlp per acting thread.
 #ifndef FERRY_MODELS_FAST_MLP_H_
 #define FERRY_MODELS_FAST_MLP_H_
 
-#include <torch/torch.h>
-
+#include <cstddef>
 #include <cstdint>
-#include <initializer_list>
-#include <optional>
+#include <new>
 #include <vector>
 
-#include "models/q_network.h"
+#include "core/status.h"
 
 namespace ferry::models {
 
-// Which forward pass a caller runs its policy with.
-enum class Inference {
-  kAuto,  // FastMlp where it is bit-exact with LibTorch, LibTorch otherwise.
-  kLibTorch,
-  kFastMlp,  // Refused (InvalidArgument) where it is not bit-exact.
+// Memory for floats on 64-byte boundaries, where the BLAS kernels run
+// measurably faster than on malloc's 16 bytes (LibTorch aligns its tensors so).
+template <typename T>
+struct Align64 {
+  using value_type = T;
+  Align64() = default;
+  template <typename U>
+  Align64(const Align64<U>&) {}
+  T* allocate(size_t n) {
+    return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(64)));
+  }
+  void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t(64)); }
+  template <typename U>
+  bool operator==(const Align64<U>&) const {
+    return true;
+  }
 };
+using AlignedFloats = std::vector<float, Align64<float>>;
 
 class FastMlp {
  public:
   // Whether this process can run a FastMlp (it has the BLAS sgemm_).
   static bool Available();
 
-  // The shapes and current weights of `net`. Requires Available().
-  explicit FastMlp(QNetworkImpl& net);
+  // An MLP of Linear layers from sizes[0] inputs through sizes[1..] outputs each (obs_dim,
+  // hidden widths..., num_actions), every weight 0. Requires Available().
+  explicit FastMlp(const std::vector<int>& sizes);
   FastMlp(FastMlp&&) = default;
   FastMlp& operator=(FastMlp&&) = default;
-  FastMlp(const FastMlp&) = delete;  // Its tensors would be shared, not copied.
+  FastMlp(const FastMlp&) = delete;  // Weights are swapped between sets, never copied by accident.
   FastMlp& operator=(const FastMlp&) = delete;
 
-  // Takes `net`'s current weights; `net` has the architecture this was built from.
-  void CopyWeights(QNetworkImpl& net);
-  // Exchanges weights, not copies, with `other` (same architecture); keeps the activations.
+  // Takes the weights in `data` (models::ToBlob's layout: per layer the weight [out, in]
+  // row-major, then the bias [out]); InvalidArgument, weights unchanged, for a blob of another
+  // size.
+  Status LoadBlob(const uint8_t* data, size_t bytes);
+  // Draws every weight and bias from U(-1/sqrt(in), 1/sqrt(in)), the distribution LibTorch's
+  // Linear starts from, with the generator seeded by `seed`.
+  void InitUniform(uint64_t seed);
+  // Exchanges weights, not copies, with `other` (same sizes); keeps the activations.
   void SwapWeights(FastMlp& other);
 
   // Q-values of `batch` observations (row-major [batch, obs_dim]), row-major
@@ -60,19 +79,26 @@ class FastMlp {
 
   int obs_dim() const { return layers_.front().in; }
   int num_actions() const { return layers_.back().out; }
+  // Float32 values in a blob of this network.
+  int64_t parameter_count() const;
+  int num_layers() const { return static_cast<int>(layers_.size()); }
+  int layer_in(int l) const { return layers_[l].in; }
+  int layer_out(int l) const { return layers_[l].out; }
+  float* weight(int l) { return &weights_[layers_[l].weight]; }  // [out, in], row-major.
+  float* bias(int l) { return &weights_[layers_[l].bias]; }      // [out].
 
  private:
-  // Storage is LibTorch's, for its 64-byte alignment, which the BLAS kernels
-  // run measurably faster on than on malloc's 16 bytes.
+  // A layer's place in weights_, where each tensor starts on a 64-byte boundary.
   struct Layer {
     int in = 0;
     int out = 0;
-    torch::Tensor weight;  // [out, in] float32, as torch::nn::Linear stores it.
-    torch::Tensor bias;    // [out].
+    size_t weight = 0;
+    size_t bias = 0;
   };
 
   std::vector<Layer> layers_;
-  torch::Tensor activations_[2];  // Layer l writes activations_[l % 2]; grown, never shrunk.
+  AlignedFloats weights_;
+  AlignedFloats activations_[2];  // Layer l writes activations_[l % 2]; grown, never shrunk.
 };
 
 // The Fortran BLAS sgemm_ that LibTorch's CPU kernels call, as LibTorch's cpublas declares it,
@@ -89,27 +115,12 @@ SgemmFn BlasSgemm();
 void LinearForward(const float* weight, const float* bias, int in, int out, const float* x,
                    int batch, bool relu, float* y);
 
-// Whether fast.Forward gives exactly the bits of net->forward on `batch`
-// observations drawn from N(0, 1) with `seed` (and a few set to 0 and -0).
-bool ForwardMatchesLibTorch(QNetworkImpl& net, FastMlp& fast, int batch, uint64_t seed);
-
-// A FastMlp of `net` (on the CPU) where its forward gives net->forward's bits at every batch
-// size in `batches` (ForwardMatchesLibTorch, seeded with the size); nothing without the BLAS
-// sgemm_ or where the bits differ.
-std::optional<FastMlp> ExactFastMlp(QNetworkImpl& net, std::initializer_list<int> batches);
+// InvalidArgument naming both sizes unless a weight blob of `bytes` holds `parameters` floats.
+Status CheckBlobSize(size_t bytes, int64_t parameters);
 
 // The index of the largest of `n` values as torch::argmax picks it: the first NaN, else the
 // first of equal maxima.
 int ArgMax(const float* values, int n);
-
-// Keeps LibTorch's intra-op pool at one thread: an actor is one process per
-// core. The BLAS's own threads cannot be set from here: Debian's libblas.so.3
-// (the OpenBLAS that LibTorch and FastMlp call) reads OPENBLAS_NUM_THREADS when
-// it loads and exports no call to change it, so a process that must stay on
-// one core is started with OPENBLAS_NUM_THREADS=1. Without it OpenBLAS splits
-// a layer with batch x in x out above 2^18 (batch 128 of a 64-wide MLP) over
-// every core; that changes no bits.
-void UseOneInferenceThread();
 
 }  // namespace ferry::models
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -100,28 +101,49 @@ void ActorStepsBench(const Settings& s, int num_envs) {
   models::QNetwork net(kCartPoleObs, kCartPoleActions, hidden);
   net->eval();
   const std::vector<uint8_t> weights = models::ToBlob(*net);
-  auto libtorch = MakeActor(CartPoleActor(num_envs, hidden, actors::Inference::kLibTorch), weights);
-  auto fast = MakeActor(CartPoleActor(num_envs, hidden, actors::Inference::kFastMlp), weights);
+  auto actor = MakeActor(CartPoleActor(num_envs, hidden), weights);
 
   const int steps_per_call = std::max(1, kStepsPerCall / num_envs);
-  auto act = [&](actors::VectorActor* actor) {
-    return [&, actor, steps_per_call] {
-      for (int i = 0; i < steps_per_call; ++i) {
-        actor->Step();
-        if (actor->batch_ready()) {
-          const actors::InsertBatch batch = actor->TakeBatch();  // The local sink.
-          KeepAlive(batch.priorities.data());
-        }
+  auto act = [&] {
+    for (int i = 0; i < steps_per_call; ++i) {
+      actor->Step();
+      if (actor->batch_ready()) {
+        const actors::InsertBatch batch = actor->TakeBatch();  // The local sink.
+        KeepAlive(batch.priorities.data());
       }
-      return int64_t{steps_per_call} * num_envs;
-    };
+    }
+    return int64_t{steps_per_call} * num_envs;
+  };
+  // The baseline: the same envs, stepped with actions drawn before timing, reset at episode ends.
+  std::vector<std::unique_ptr<envs::Env>> envs;
+  for (int e = 0; e < num_envs; ++e) {
+    Result<std::unique_ptr<envs::Env>> made = envs::MakeEnv("CartPole-v1", 1000 + e);
+    if (!made.ok()) Die(made.status().ToString());
+    envs.push_back(std::move(made).value());
+  }
+  std::vector<float> env_obs(static_cast<size_t>(num_envs) * kCartPoleObs);
+  for (int e = 0; e < num_envs; ++e) envs[e]->Reset(&env_obs[e * kCartPoleObs]);
+  std::mt19937_64 action_rng(4);
+  std::vector<float> actions(kRing);
+  for (float& a : actions) a = static_cast<float>(action_rng() % kCartPoleActions);
+  int64_t env_steps = 0;
+  auto step_envs = [&] {
+    for (int i = 0; i < steps_per_call; ++i) {
+      for (int e = 0; e < num_envs; ++e) {
+        float* o = &env_obs[e * kCartPoleObs];
+        const envs::StepResult r = envs[e]->Step(&actions[env_steps++ & (kRing - 1)], o);
+        if (r.terminated || r.truncated) envs[e]->Reset(o);
+      }
+    }
+    KeepAlive(env_obs.data());
+    return int64_t{steps_per_call} * num_envs;
   };
   // The action inference alone, on one fixed batch of observations.
   std::vector<float> obs(static_cast<size_t>(num_envs) * kCartPoleObs);
   std::mt19937_64 rng(6);
   std::normal_distribution<float> normal(0.f, 0.1f);
   for (float& x : obs) x = normal(rng);
-  models::FastMlp fast_mlp(*net);
+  models::FastMlp fast_mlp = models::FastMlpOf(*net);
   auto libtorch_forward = [&] {
     torch::NoGradGuard no_grad;
     for (int i = 0; i < steps_per_call; ++i) {
@@ -135,13 +157,11 @@ void ActorStepsBench(const Settings& s, int num_envs) {
     return int64_t{steps_per_call} * num_envs;
   };
 
-  const auto act_libtorch = act(libtorch.get());
-  const auto act_fast = act(fast.get());
-  TimeOnThisThread(s.warmup_s, act_libtorch);
-  TimeOnThisThread(s.warmup_s, act_fast);
+  TimeOnThisThread(s.warmup_s, act);
+  TimeOnThisThread(s.warmup_s, step_envs);
   const std::vector<Figure> f =
-      Alternate(s.rounds, {[&] { return TimeOnThisThread(s.window_s, act_fast); },
-                           [&] { return TimeOnThisThread(s.window_s, act_libtorch); },
+      Alternate(s.rounds, {[&] { return TimeOnThisThread(s.window_s, act); },
+                           [&] { return TimeOnThisThread(s.window_s, step_envs); },
                            [&] { return TimeOnThisThread(s.window_s, fast_forward); },
                            [&] { return TimeOnThisThread(s.window_s, libtorch_forward); }});
   const auto ns_per_step = [](double rate) { return 1e9 / rate; };
@@ -157,13 +177,13 @@ void ActorStepsBench(const Settings& s, int num_envs) {
       .Add("unit", "env steps/s, per CPU second (one core)")
       .Add("clock", "thread CPU time")
       .Add("wall_value", f[0].wall.median)
-      .Add("baseline", "the same actor on LibTorch inference")
+      .Add("baseline", "the same envs stepped alone, actions drawn before timing")
       .Add("baseline_value", f[1].cpu.median)
       .Add("ratio", PairedRatio(f[0], f[1], &Window::cpu_rate).median)
+      .Add("actor_ns_per_step", ns_per_step(f[0].cpu.median))
+      .Add("envs_ns_per_step", ns_per_step(f[1].cpu.median))
       .Add("fast_inference_ns_per_step", ns_per_step(f[2].cpu.median))
-      .Add("libtorch_inference_ns_per_step", ns_per_step(f[3].cpu.median))
-      .Add("fast_ns_per_step", ns_per_step(f[0].cpu.median))
-      .Add("libtorch_ns_per_step", ns_per_step(f[1].cpu.median));
+      .Add("libtorch_inference_ns_per_step", ns_per_step(f[3].cpu.median));
   AddWindowSummary(line, f[0].cpu, s.rounds, s.window_s);
   line.Print();
 }

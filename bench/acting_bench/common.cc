@@ -22,8 +22,7 @@ Settings QuickSettings() {
   std::exit(1);
 }
 
-actors::VectorActorOptions CartPoleActor(int num_envs, std::vector<int> hidden,
-                                         actors::Inference inference) {
+actors::VectorActorOptions CartPoleActor(int num_envs, std::vector<int> hidden) {
   actors::VectorActorOptions o;
   o.env_id = "CartPole-v1";
   for (int e = 0; e < num_envs; ++e) {
@@ -36,7 +35,6 @@ actors::VectorActorOptions CartPoleActor(int num_envs, std::vector<int> hidden,
   o.gamma = 0.99;
   o.insert_batch = 64;
   o.priority_epsilon = 1e-6;
-  o.inference = inference;
   return o;
 }
 

@@ -27,9 +27,8 @@ Settings QuickSettings();
 inline constexpr int kCartPoleObs = 4;
 inline constexpr int kCartPoleActions = 2;
 
-// An actor of `num_envs` CartPoles with Ape-X epsilons and the given network and inference path.
-actors::VectorActorOptions CartPoleActor(int num_envs, std::vector<int> hidden,
-                                         actors::Inference inference);
+// An actor of `num_envs` CartPoles with Ape-X epsilons and the given network.
+actors::VectorActorOptions CartPoleActor(int num_envs, std::vector<int> hidden);
 // The actor `options` describe, holding `weights` as version 1.
 std::unique_ptr<actors::VectorActor> MakeActor(const actors::VectorActorOptions& options,
                                                const std::vector<uint8_t>& weights);

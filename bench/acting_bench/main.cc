@@ -12,8 +12,10 @@
 //              TakeBatch every insert_batch complete transitions (the columns
 //              built as ReplayWriter::Write takes them, then dropped: no
 //              network send)
-//                fast inference (models::FastMlp) vs LibTorch, same weights;
-//                the inference calls alone, timed the same way, say where the
+//                vs the same E envs stepped alone, actions drawn before timing
+//                (what the acting costs beyond the envs); the inference calls
+//                alone, fast (models::FastMlp, as actors run it) and LibTorch's
+//                forward on the same weights, timed the same way, say where the
 //                time goes
 //   greedy_eval  the learner's greedy evaluation (learner::EvaluateGreedy) of a 256x256
 //              MLP on 20 and 100 MountainCar episodes of 200 steps, one core
@@ -58,7 +60,7 @@
 #include "core/log.h"
 #include "core/malloc_tuning.h"
 #include "envs/env.h"
-#include "models/fast_mlp.h"
+#include "models/q_network.h"
 
 namespace ferry::bench::acting_bench {
 namespace {
@@ -86,7 +88,7 @@ int Main(int argc, char** argv) {
   }
   const double start = core::NowSeconds();
   PrintMachineLine(s.quick);
-  models::UseOneInferenceThread();  // As every actor does.
+  models::UseOneInferenceThread();  // LibTorch's figures on one thread, as FastMlp's run.
   if (only.empty() || only == "envs") {
     if (!env_id.empty()) {
       EnvStepsBench(s, env_id);  // Dies naming the registered ids if there is no such env.

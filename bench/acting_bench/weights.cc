@@ -467,7 +467,7 @@ GapStats ActorGaps(double seconds, double period_s, bool alone) {
   torch::manual_seed(9);
   models::QNetwork net(kCartPoleObs, kCartPoleActions, hidden);
   const std::vector<uint8_t> weights = models::ToBlob(*net);
-  auto actor = MakeActor(CartPoleActor(8, hidden, actors::Inference::kAuto), weights);
+  auto actor = MakeActor(CartPoleActor(8, hidden), weights);
 
   zmq::context_t context(2);
   const ServingParamServer server(context, paramserver::kChunkBytes);
@@ -583,7 +583,7 @@ FollowCost Follow(int followers, double publish_period_s, double take_period_s, 
   std::vector<std::unique_ptr<FollowerThread>> threads;
   std::vector<std::unique_ptr<actors::WeightsFollower>> following;
   for (int f = 0; f < followers; ++f) {
-    acting.push_back(MakeActor(CartPoleActor(8, hidden, actors::Inference::kAuto), weights));
+    acting.push_back(MakeActor(CartPoleActor(8, hidden), weights));
     threads.push_back(std::make_unique<FollowerThread>());
     actors::VectorActor& actor = *acting.back();
     FollowerThread& thread = *threads.back();

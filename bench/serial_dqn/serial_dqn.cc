@@ -14,7 +14,7 @@
 #include "learner/background_evaluator.h"
 #include "learner/dqn_updater.h"
 #include "learner/evaluation.h"
-#include "models/fast_mlp.h"
+#include "models/q_network.h"
 #include "replay/global_sampling.h"
 #include "replay/rate_limiter.h"
 #include "replay/table.h"

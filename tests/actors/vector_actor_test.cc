@@ -1,7 +1,8 @@
 #include "actors/vector_actor.h"
 
-#include <doctest/doctest.h>
 #include <torch/torch.h>
+// After LibTorch: the glog it includes defines CHECK too, and doctest's must win.
+#include <doctest/doctest.h>
 
 #include <algorithm>
 #include <atomic>
@@ -34,13 +35,24 @@ void* operator new(std::size_t bytes) {
 }
 void operator delete(void* p) noexcept { g_free(p); }
 void operator delete(void* p, std::size_t) noexcept { g_free(p); }
+// The actor's network (models::FastMlp) allocates on 64-byte boundaries.
+void* operator new(std::size_t bytes, std::align_val_t align) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  const std::size_t alignment = static_cast<std::size_t>(align);
+  if (void* p = std::aligned_alloc(alignment, (bytes + alignment) / alignment * alignment)) {
+    return p;
+  }
+  throw std::bad_alloc();
+}
+void operator delete(void* p, std::align_val_t) noexcept { g_free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { g_free(p); }
 
 namespace ferry::actors {
 namespace {
 
 constexpr int kHiddenWidth = 64;
 
-VectorActorOptions CartPoleOptions(int num_envs, Inference inference) {
+VectorActorOptions CartPoleOptions(int num_envs) {
   VectorActorOptions o;
   o.env_id = "CartPole-v1";
   for (int e = 0; e < num_envs; ++e) {
@@ -53,7 +65,6 @@ VectorActorOptions CartPoleOptions(int num_envs, Inference inference) {
   o.gamma = 0.99;
   o.insert_batch = 32;
   o.priority_epsilon = 1e-3;
-  o.inference = inference;
   return o;
 }
 
@@ -112,43 +123,29 @@ void CheckPriorities(const InsertBatch& batch, models::QNetwork& net, int obs_di
   }
 }
 
-TEST_CASE("VectorActor picks the fast inference path for a CartPole MLP on its own") {
-  CHECK(MakeActor(CartPoleOptions(8, Inference::kAuto))->fast_inference());
-  CHECK(MakeActor(CartPoleOptions(8, Inference::kFastMlp))->fast_inference());
-  CHECK_FALSE(MakeActor(CartPoleOptions(8, Inference::kLibTorch))->fast_inference());
-}
-
-TEST_CASE("Fast and LibTorch inference act identically: same actions, transitions, priorities") {
-  for (int num_envs : {1, 8, 32}) {
-    CAPTURE(num_envs);
-    auto fast = MakeActor(CartPoleOptions(num_envs, Inference::kFastMlp));
-    auto libtorch = MakeActor(CartPoleOptions(num_envs, Inference::kLibTorch));
-    int batches = 0;
-    for (int version = 1; version <= 3; ++version) {
-      const std::vector<uint8_t> blob = CartPoleWeights(version);
-      REQUIRE(fast->LoadWeights(version, blob.data(), blob.size()).ok());
-      REQUIRE(libtorch->LoadWeights(version, blob.data(), blob.size()).ok());
-      for (int step = 0; step < 300 / num_envs + 40; ++step) {
-        fast->Step();
-        libtorch->Step();
-        REQUIRE(fast->batch_ready() == libtorch->batch_ready());
-        if (!fast->batch_ready()) continue;
-        const InsertBatch a = fast->TakeBatch();
-        const InsertBatch b = libtorch->TakeBatch();
-        REQUIRE(a.count == b.count);
-        REQUIRE(a.columns == b.columns);
-        REQUIRE(std::memcmp(a.priorities.data(), b.priorities.data(), a.count * sizeof(float)) ==
-                0);
-        ++batches;
-      }
-    }
-    CHECK(batches >= 3);
-    CHECK(fast->RecentMeanReturn() == libtorch->RecentMeanReturn());
-  }
+TEST_CASE("Before its first version an actor acts with initial weights drawn from its seed") {
+  auto first_batch = [](uint64_t seed) {
+    VectorActorOptions options = CartPoleOptions(8);
+    options.seed = seed;
+    options.epsilon.assign(8, 0.0);  // Greedy: the actions are the network's.
+    auto actor = MakeActor(options);
+    for (int step = 0; step < 100 && !actor->batch_ready(); ++step) actor->Step();
+    REQUIRE(actor->batch_ready());
+    CHECK(actor->policy_version() == -1);
+    return actor->TakeBatch();
+  };
+  const InsertBatch a = first_batch(7);
+  const InsertBatch b = first_batch(7);
+  const InsertBatch other = first_batch(8);
+  CHECK(a.columns == b.columns);
+  CHECK(a.priorities == b.priorities);
+  // The env seeds are the same: only the networks differ.
+  CHECK(a.columns[core::kObs] != other.columns[core::kObs]);
+  CHECK(a.priorities != other.priorities);
 }
 
 TEST_CASE("TakeBatch hands over n-step transitions with the policy version and priorities") {
-  auto actor = MakeActor(CartPoleOptions(8, Inference::kAuto));
+  auto actor = MakeActor(CartPoleOptions(8));
   const std::vector<uint8_t> blob = CartPoleWeights(1);
   REQUIRE(actor->LoadWeights(42, blob.data(), blob.size()).ok());
   CHECK(actor->policy_version() == 42);
@@ -174,7 +171,7 @@ TEST_CASE("TakeBatch hands over n-step transitions with the policy version and p
 }
 
 TEST_CASE("Priorities are the n-step TD errors under the acting network, at terminations too") {
-  VectorActorOptions options = CartPoleOptions(8, Inference::kAuto);
+  VectorActorOptions options = CartPoleOptions(8);
   auto actor = MakeActor(options);
   models::QNetwork net = SeededNetwork(4, 2, /*seed=*/3);
   const std::vector<uint8_t> blob = models::ToBlob(*net);
@@ -194,32 +191,29 @@ TEST_CASE("Priorities are the n-step TD errors under the acting network, at term
 
 TEST_CASE("Transitions cut by a time limit bootstrap from the final observation") {
   // MountainCar truncates after 200 steps; a random network rarely reaches the goal first.
-  VectorActorOptions options = CartPoleOptions(4, Inference::kAuto);
+  VectorActorOptions options = CartPoleOptions(4);
   options.env_id = "MountainCar-v0";
-  for (Inference inference : {Inference::kAuto, Inference::kLibTorch}) {
-    options.inference = inference;
-    auto actor = MakeActor(options);
-    models::QNetwork net = SeededNetwork(2, 3, /*seed=*/4);
-    const std::vector<uint8_t> blob = models::ToBlob(*net);
-    REQUIRE(actor->LoadWeights(1, blob.data(), blob.size()).ok());
-    int truncated = 0;
-    for (int step = 0; step < 450; ++step) {
-      actor->Step();
-      if (!actor->batch_ready()) continue;
-      const InsertBatch batch = actor->TakeBatch();
-      CheckPriorities(batch, net, 2, static_cast<float>(options.priority_epsilon));
-      // Discounts gamma and gamma^2 (of 3 steps) come only from truncation flushes.
-      for (float d : Column<float>(batch, core::kDiscount)) truncated += d > 0.975f;
-    }
-    // Every env truncated twice: two flushes of two such rows each.
-    CHECK(truncated >= 2 * 2 * options.env_seeds.size() - 4);
+  auto actor = MakeActor(options);
+  models::QNetwork net = SeededNetwork(2, 3, /*seed=*/4);
+  const std::vector<uint8_t> blob = models::ToBlob(*net);
+  REQUIRE(actor->LoadWeights(1, blob.data(), blob.size()).ok());
+  int truncated = 0;
+  for (int step = 0; step < 450; ++step) {
+    actor->Step();
+    if (!actor->batch_ready()) continue;
+    const InsertBatch batch = actor->TakeBatch();
+    CheckPriorities(batch, net, 2, static_cast<float>(options.priority_epsilon));
+    // Discounts gamma and gamma^2 (of 3 steps) come only from truncation flushes.
+    for (float d : Column<float>(batch, core::kDiscount)) truncated += d > 0.975f;
   }
+  // Every env truncated twice: two flushes of two such rows each.
+  CHECK(truncated >= 2 * 2 * static_cast<int>(options.env_seeds.size()) - 4);
 }
 
 TEST_CASE("Every env step is handed over once, in order, with its priority") {
   for (int num_envs : {1, 8}) {
     CAPTURE(num_envs);
-    VectorActorOptions options = CartPoleOptions(num_envs, Inference::kAuto);
+    VectorActorOptions options = CartPoleOptions(num_envs);
     auto actor = MakeActor(options);
     models::QNetwork net = SeededNetwork(4, 2, /*seed=*/5);
     const std::vector<uint8_t> blob = models::ToBlob(*net);
@@ -260,7 +254,7 @@ TEST_CASE("Every env step is handed over once, in order, with its priority") {
 }
 
 TEST_CASE("Weights of another architecture are refused and the actor keeps its version") {
-  auto actor = MakeActor(CartPoleOptions(4, Inference::kAuto));
+  auto actor = MakeActor(CartPoleOptions(4));
   const std::vector<uint8_t> blob = CartPoleWeights(1);
   REQUIRE(actor->LoadWeights(5, blob.data(), blob.size()).ok());
   CHECK_FALSE(actor->LoadWeights(6, blob.data(), blob.size() - 4).ok());
@@ -268,46 +262,43 @@ TEST_CASE("Weights of another architecture are refused and the actor keeps its v
 }
 
 TEST_CASE("Weights prepared on another thread and swapped in act as loaded ones do") {
-  for (Inference inference : {Inference::kFastMlp, Inference::kLibTorch}) {
-    CAPTURE(static_cast<int>(inference));
-    auto loading = MakeActor(CartPoleOptions(8, inference));
-    auto adopting = MakeActor(CartPoleOptions(8, inference));
-    const std::vector<uint8_t> initial = CartPoleWeights(100);  // Both start alike.
-    REQUIRE(loading->LoadWeights(0, initial.data(), initial.size()).ok());
-    REQUIRE(adopting->LoadWeights(0, initial.data(), initial.size()).ok());
-    auto step_both = [&] {
-      adopting->Step();
-      loading->Step();
-      REQUIRE(adopting->batch_ready() == loading->batch_ready());
-      if (!adopting->batch_ready()) return;
-      const InsertBatch a = adopting->TakeBatch();
-      const InsertBatch b = loading->TakeBatch();
-      REQUIRE(a.columns == b.columns);
-      REQUIRE(a.priorities == b.priorities);
-    };
-    PreparedWeights weights;  // Empty at first, then the weights each adoption replaced.
-    for (int version = 1; version <= 3; ++version) {
-      const std::vector<uint8_t> blob = CartPoleWeights(version);
-      Status prepared;
-      std::thread follower([&] {  // While `adopting` steps, as a WeightsFollower runs.
-        prepared = adopting->PrepareWeights(version, blob.data(), blob.size(), &weights);
-      });
-      for (int step = 0; step < 5; ++step) step_both();
-      follower.join();
-      REQUIRE(prepared.ok());
-      REQUIRE(loading->LoadWeights(version, blob.data(), blob.size()).ok());
-      adopting->AdoptWeights(weights);
-      CHECK(adopting->policy_version() == version);
-      CHECK(weights.version == version - 1);
-      for (int step = 0; step < 60; ++step) step_both();
-    }
-    const std::vector<uint8_t> blob = CartPoleWeights(4);
-    CHECK_FALSE(adopting->PrepareWeights(4, blob.data(), blob.size() - 4, &weights).ok());
+  auto loading = MakeActor(CartPoleOptions(8));
+  auto adopting = MakeActor(CartPoleOptions(8));
+  const std::vector<uint8_t> initial = CartPoleWeights(100);  // Both start alike.
+  REQUIRE(loading->LoadWeights(0, initial.data(), initial.size()).ok());
+  REQUIRE(adopting->LoadWeights(0, initial.data(), initial.size()).ok());
+  auto step_both = [&] {
+    adopting->Step();
+    loading->Step();
+    REQUIRE(adopting->batch_ready() == loading->batch_ready());
+    if (!adopting->batch_ready()) return;
+    const InsertBatch a = adopting->TakeBatch();
+    const InsertBatch b = loading->TakeBatch();
+    REQUIRE(a.columns == b.columns);
+    REQUIRE(a.priorities == b.priorities);
+  };
+  PreparedWeights weights;  // Empty at first, then the weights each adoption replaced.
+  for (int version = 1; version <= 3; ++version) {
+    const std::vector<uint8_t> blob = CartPoleWeights(version);
+    Status prepared;
+    std::thread follower([&] {  // While `adopting` steps, as a WeightsFollower runs.
+      prepared = adopting->PrepareWeights(version, blob.data(), blob.size(), &weights);
+    });
+    for (int step = 0; step < 5; ++step) step_both();
+    follower.join();
+    REQUIRE(prepared.ok());
+    REQUIRE(loading->LoadWeights(version, blob.data(), blob.size()).ok());
+    adopting->AdoptWeights(weights);
+    CHECK(adopting->policy_version() == version);
+    CHECK(weights.version == version - 1);
+    for (int step = 0; step < 60; ++step) step_both();
   }
+  const std::vector<uint8_t> blob = CartPoleWeights(4);
+  CHECK_FALSE(adopting->PrepareWeights(4, blob.data(), blob.size() - 4, &weights).ok());
 }
 
 TEST_CASE("Swapping prepared weights in allocates nothing on the acting thread") {
-  auto actor = MakeActor(CartPoleOptions(32, Inference::kFastMlp));
+  auto actor = MakeActor(CartPoleOptions(32));
   PreparedWeights weights;
   for (int version = 1; version <= 2; ++version) {  // Both sets of storage exist after this.
     const std::vector<uint8_t> blob = CartPoleWeights(version);
@@ -328,13 +319,13 @@ TEST_CASE("Swapping prepared weights in allocates nothing on the acting thread")
 }
 
 TEST_CASE("VectorActor refuses continuous actions and mismatched exploration rates") {
-  VectorActorOptions pendulum = CartPoleOptions(2, Inference::kAuto);
+  VectorActorOptions pendulum = CartPoleOptions(2);
   pendulum.env_id = "Pendulum-v1";
   const auto refused = VectorActor::Create(pendulum);
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.status().message().find("env.id") != std::string::npos);
 
-  VectorActorOptions short_epsilon = CartPoleOptions(4, Inference::kAuto);
+  VectorActorOptions short_epsilon = CartPoleOptions(4);
   short_epsilon.epsilon.pop_back();
   CHECK_FALSE(VectorActor::Create(short_epsilon).ok());
 }
@@ -342,7 +333,7 @@ TEST_CASE("VectorActor refuses continuous actions and mismatched exploration rat
 TEST_CASE("Fast-path acting allocates nothing per step and a fixed count per batch") {
   for (int insert_batch : {16, 256}) {
     CAPTURE(insert_batch);
-    VectorActorOptions options = CartPoleOptions(32, Inference::kFastMlp);
+    VectorActorOptions options = CartPoleOptions(32);
     options.insert_batch = insert_batch;
     auto actor = MakeActor(options);
     for (int i = 0; i < 20; ++i) {  // Warm: every scratch buffer at its size.

@@ -56,12 +56,12 @@ pid_t FindRole(const fs::path& dir, const std::string& role, const std::string& 
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
     const pid_t pid = std::stoi(name);
     const std::vector<std::string> args = CommandLine(pid);
-    // Servers run as ferry-replay and ferry-paramserver, with no role word; actors and learner
-    // ranks as ferry-torch ROLE.
-    const bool server = !args.empty() && args[0] == std::string(FERRY_BINARY) + "-" + role;
+    // Servers and actors run as ferry-replay, ferry-paramserver and ferry-actor, with no role
+    // word; learner ranks as ferry-torch learner.
+    const bool lean = !args.empty() && args[0] == std::string(FERRY_BINARY) + "-" + role;
     const bool torch_role =
         args.size() >= 4 && args[0] == std::string(FERRY_BINARY) + "-torch" && args[1] == role;
-    if (!server && !torch_role) continue;
+    if (!lean && !torch_role) continue;
     bool in_run = false, has_id = id_flag.empty();
     for (size_t i = 2; i < args.size(); ++i) {
       in_run |= args[i].find(dir.string()) != std::string::npos;

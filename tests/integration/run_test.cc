@@ -405,14 +405,16 @@ TEST_CASE("a role that cannot run with its configuration stops the run at once, 
   fs::remove_all(dir);
 }
 
-TEST_CASE("the servers' own binaries answer a bad argument with their usage, a bad value as 78") {
+TEST_CASE(
+    "the lean roles' own binaries answer a bad argument with their usage, a bad value as 78") {
   const std::string config = std::string(FERRY_SOURCE_DIR) + "/configs/cartpole.yaml";
-  for (const char* role : {"replay", "paramserver"}) {
+  for (const char* role : {"replay", "paramserver", "actor"}) {
     const std::string binary = std::string(FERRY_BINARY) + "-" + role;
     CAPTURE(binary);
-    const Outcome unknown = RunProgram(binary, {"--config", config, "--id", "0"}, /*timeout=*/10);
+    const Outcome unknown =
+        RunProgram(binary, {"--config", config, "--shards", "0"}, /*timeout=*/10);
     CHECK(unknown.exit_code == 1);
-    CHECK(unknown.output.find("unknown argument '--id'") != std::string::npos);
+    CHECK(unknown.output.find("unknown argument '--shards'") != std::string::npos);
     CHECK(unknown.output.find("usage: " + binary.substr(binary.rfind('/') + 1) +
                               " --config CONFIG") != std::string::npos);
     const Outcome no_value = RunProgram(binary, {"--config"}, /*timeout=*/10);
@@ -432,8 +434,8 @@ TEST_CASE("the servers' own binaries answer a bad argument with their usage, a b
 TEST_CASE("ferry hands each role to its own binary with the arguments unchanged") {
   const std::string config = std::string(FERRY_SOURCE_DIR) + "/configs/cartpole.yaml";
   const Outcome actor = RunFerry({"actor", "--config", config, "--id", "9"}, /*timeout=*/30);
-  CHECK(actor.exit_code == 1);
-  CHECK(actor.output.find("ferry actor: --id must be in 0..1") != std::string::npos);
+  CHECK(actor.exit_code == 78);
+  CHECK(actor.output.find("--id must be in 0..1, got '9'") != std::string::npos);
   const Outcome eval = RunFerry({"eval", "/nonexistent-run"}, /*timeout=*/30);
   CHECK(eval.exit_code == 1);
   CHECK(eval.output.find("ferry eval: cannot read config file '/nonexistent-run/config.yaml'") !=
@@ -446,6 +448,13 @@ TEST_CASE("ferry hands each role to its own binary with the arguments unchanged"
   CHECK(linked.exit_code == 0);
   CHECK(linked.output.find("libtorch") == std::string::npos);
   CHECK(linked.output.find("libmpi") == std::string::npos);
+  // Nor do actors: their network runs on the BLAS alone (models/fast_mlp.h).
+  const Outcome actor_linked =
+      RunProgram("/usr/bin/ldd", {std::string(FERRY_BINARY) + "-actor"}, /*timeout=*/10);
+  CHECK(actor_linked.exit_code == 0);
+  CHECK(actor_linked.output.find("libtorch") == std::string::npos);
+  CHECK(actor_linked.output.find("libmpi") == std::string::npos);
+  CHECK(actor_linked.output.find("libblas") != std::string::npos);
   // Without the role's binary beside it, ferry says which file it could not start.
   const fs::path alone = fs::temp_directory_path() / ("ferry-alone-" + std::to_string(getpid()));
   fs::create_directories(alone);

@@ -1,10 +1,14 @@
 #include "models/fast_mlp.h"
 
-#include <doctest/doctest.h>
 #include <torch/torch.h>
+// After LibTorch: the glog it includes defines CHECK too, and doctest's must win.
+#include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "models/q_network.h"
@@ -44,7 +48,7 @@ TEST_CASE("FastMlp is available where LibTorch runs on a BLAS") {
 TEST_CASE("FastMlp reproduces QNetwork::forward bit for bit") {
   for (const Shape& shape : kShapes) {
     QNetwork net = MakeNetwork(shape, 1);
-    FastMlp fast(*net);
+    FastMlp fast = FastMlpOf(*net);
     CHECK(fast.obs_dim() == shape.obs_dim);
     CHECK(fast.num_actions() == shape.num_actions);
     for (int batch : kBatches) {
@@ -57,7 +61,7 @@ TEST_CASE("FastMlp reproduces QNetwork::forward bit for bit") {
 
 TEST_CASE("FastMlp stays exact from a large batch to a small one and back") {
   QNetwork net = MakeNetwork(kShapes[0], 2);
-  FastMlp fast(*net);
+  FastMlp fast = FastMlpOf(*net);
   for (int batch : {128, 1, 32, 256, 8}) {
     CAPTURE(batch);
     CHECK(ForwardMatchesLibTorch(*net, fast, batch, /*seed=*/7 + batch));
@@ -67,7 +71,7 @@ TEST_CASE("FastMlp stays exact from a large batch to a small one and back") {
 TEST_CASE("FastMlp computes Q-values, not just LibTorch's bits: the head reads the features") {
   const Shape& shape = kShapes[0];
   QNetwork net = MakeNetwork(shape, 3);
-  FastMlp fast(*net);
+  FastMlp fast = FastMlpOf(*net);
   torch::NoGradGuard no_grad;
   torch::manual_seed(4);
   const torch::Tensor obs = torch::randn({5, shape.obs_dim});
@@ -82,7 +86,7 @@ TEST_CASE("FastMlp follows new weights only once CopyWeights is called") {
   const Shape& shape = kShapes[0];
   QNetwork net = MakeNetwork(shape, 5);
   QNetwork newer = MakeNetwork(shape, 6);
-  FastMlp fast(*net);
+  FastMlp fast = FastMlpOf(*net);
   std::vector<float> obs(32 * shape.obs_dim, 0.5f);
   const float* q = fast.Forward(obs.data(), 32);
   const std::vector<float> before(q, q + 32 * shape.num_actions);
@@ -93,7 +97,7 @@ TEST_CASE("FastMlp follows new weights only once CopyWeights is called") {
   CHECK(std::memcmp(q, before.data(), before.size() * sizeof(float)) == 0);
   CHECK_FALSE(ForwardMatchesLibTorch(*net, fast, 32, /*seed=*/8));
 
-  fast.CopyWeights(*net);
+  CopyWeights(*net, fast);
   q = fast.Forward(obs.data(), 32);
   CHECK(std::memcmp(q, before.data(), before.size() * sizeof(float)) != 0);
   for (int batch : kBatches) {
@@ -102,11 +106,55 @@ TEST_CASE("FastMlp follows new weights only once CopyWeights is called") {
   }
 }
 
+TEST_CASE("FastMlp takes a QNetwork's weights from its blob, as an actor without LibTorch does") {
+  for (const Shape& shape : kShapes) {
+    CAPTURE(shape.name);
+    QNetwork net = MakeNetwork(shape, 12);
+    std::vector<int> sizes = {shape.obs_dim};
+    sizes.insert(sizes.end(), shape.hidden.begin(), shape.hidden.end());
+    sizes.push_back(shape.num_actions);
+    FastMlp fast(sizes);
+    CHECK(fast.parameter_count() == ParameterCount(*net));
+    CHECK_FALSE(ForwardMatchesLibTorch(*net, fast, 8, /*seed=*/13));  // Still all zeros.
+    const std::vector<uint8_t> blob = ToBlob(*net);
+    const Status short_blob = fast.LoadBlob(blob.data(), blob.size() - sizeof(float));
+    CHECK(short_blob.message().find("weight blob has") != std::string::npos);
+    REQUIRE(fast.LoadBlob(blob.data(), blob.size()).ok());
+    for (int batch : kBatches) {
+      CAPTURE(batch);
+      CHECK(ForwardMatchesLibTorch(*net, fast, batch, /*seed=*/14));
+    }
+  }
+}
+
+TEST_CASE("FastMlp's initial weights are LibTorch's distribution, drawn from the seed") {
+  FastMlp a({4, 64, 2}), b({4, 64, 2}), c({4, 64, 2});
+  a.InitUniform(1);
+  b.InitUniform(1);
+  c.InitUniform(2);
+  const std::vector<float> obs(4 * 3, 0.25f);
+  const float* qa = a.Forward(obs.data(), 3);
+  const std::vector<float> first(qa, qa + 6);
+  CHECK(std::memcmp(b.Forward(obs.data(), 3), first.data(), sizeof(float) * 6) == 0);
+  CHECK(std::memcmp(c.Forward(obs.data(), 3), first.data(), sizeof(float) * 6) != 0);
+  // U(-1/sqrt(in), 1/sqrt(in)): bounds 0.5 (4 inputs) and 0.125 (64), spread over them.
+  for (int l = 0; l < 2; ++l) {
+    CAPTURE(l);
+    const float bound = l == 0 ? 0.5f : 0.125f;
+    const int n = a.layer_in(l) * a.layer_out(l);
+    const auto [low, high] = std::minmax_element(a.weight(l), a.weight(l) + n);
+    CHECK(*low >= -bound);
+    CHECK(*high <= bound);
+    CHECK(*high - *low > bound);
+    for (int i = 0; i < a.layer_out(l); ++i) CHECK(std::abs(a.bias(l)[i]) <= bound);
+  }
+}
+
 TEST_CASE("FastMlp stays exact with LibTorch held to one thread, as actors run it") {
   UseOneInferenceThread();
   for (const Shape& shape : kShapes) {
     QNetwork net = MakeNetwork(shape, 10);
-    FastMlp fast(*net);
+    FastMlp fast = FastMlpOf(*net);
     for (int batch : kBatches) {
       CAPTURE(shape.name);
       CAPTURE(batch);
