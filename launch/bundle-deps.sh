@@ -20,7 +20,7 @@ packages=(
   libhwloc15 libevent-2.1-7 libevent-core-2.1-7 libevent-pthreads-2.1-7
   libzmq3-dev libzmq5 cppzmq-dev liblz4-dev liblz4-1
   libyaml-cpp-dev libyaml-cpp0.7 libbox2d-dev libbox2d2 libcereal-dev doctest-dev
-  pkgconf pkgconf-bin libpkgconf3
+  pkgconf pkgconf-bin libpkgconf3 libopenblas0-pthread
 )
 rm -rf "$dir"
 mkdir -p "$dir/root" "$dir/lib"
@@ -51,6 +51,8 @@ find "$dir/root" -type f \( -name '*.so*' -o -path '*/bin/*' \) -print0 |
 usr=$dir/root/usr
 # Debian chooses mpirun and mpicxx through /etc/alternatives, which does not travel.
 for tool in mpirun mpiexec mpicc mpicxx mpic++; do ln -sf "$tool.openmpi" "$usr/bin/$tool"; done
+# And the BLAS behind libblas.so.3, which ferry-actor links (CMakeLists.txt, FERRY_BLAS).
+ln -sf openblas-pthread/libblas.so.3 "$usr/lib/x86_64-linux-gnu/libblas.so.3"
 # Static links only need these; shared ones do not, and the other machine may lack them.
 sed -i '/^Requires.private/d' "$usr/lib/x86_64-linux-gnu/pkgconfig/libzmq.pc"
 
@@ -59,7 +61,7 @@ cat >"$dir/env.sh" <<'EOF'
 BUNDLE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export OPAL_PREFIX=$BUNDLE/root/usr
 export PATH=$BUNDLE/root/usr/bin:$PATH
-export LD_LIBRARY_PATH=$BUNDLE/root/usr/lib/x86_64-linux-gnu:$BUNDLE/root/usr/lib/x86_64-linux-gnu/openmpi/lib:$BUNDLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH=$BUNDLE/root/usr/lib/x86_64-linux-gnu:$BUNDLE/root/usr/lib/x86_64-linux-gnu/openmpi/lib:$BUNDLE/root/usr/lib/x86_64-linux-gnu/openblas-pthread:$BUNDLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PKG_CONFIG_SYSROOT_DIR=$BUNDLE/root
 export PKG_CONFIG_LIBDIR=$BUNDLE/root/usr/lib/x86_64-linux-gnu/pkgconfig:$BUNDLE/root/usr/share/pkgconfig
 export CMAKE_PREFIX_PATH=$BUNDLE/root/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
