@@ -1,21 +1,13 @@
 #include "cli/lean_server.h"
 
-#include <signal.h>
-
 #include <cstdio>
-#include <cstdlib>
 #include <vector>
 
+#include "cli/command_line.h"
 #include "core/log.h"
 #include "core/malloc_tuning.h"
 
 namespace ferry::cli {
-namespace {
-
-std::atomic<bool> g_stop{false};
-void OnSignal(int) { g_stop.store(true); }
-
-}  // namespace
 
 int LeanServerMain(int argc, char** argv, const std::string& binary, const std::string& flag,
                    const std::string& flag_usage, const ServeFn& serve) {
@@ -42,8 +34,7 @@ int LeanServerMain(int argc, char** argv, const std::string& binary, const std::
   if (config_path.empty()) return usage("--config is required");
   auto config = core::LoadConfig(config_path, overrides);
   if (!config.ok()) return usage(config.status().message());
-  signal(SIGINT, OnSignal);
-  signal(SIGTERM, OnSignal);
+  StopOnSignals();
   const Status served = serve(*config, value, g_stop);
   if (!served.ok()) {
     core::Log("error: %s", served.message().c_str());
@@ -53,13 +44,12 @@ int LeanServerMain(int argc, char** argv, const std::string& binary, const std::
 }
 
 Result<int> ParseIndex(const std::string& flag, const std::string& value, int count) {
-  char* end = nullptr;
-  const long index = std::strtol(value.c_str(), &end, 10);
-  if (value.empty() || *end != '\0' || index < 0 || index >= count) {
+  int index = 0;
+  if (!ParseInt(value, &index) || index >= count) {
     return InvalidArgument(flag + " must be in 0.." + std::to_string(count - 1) + ", got '" +
                            value + "'");
   }
-  return static_cast<int>(index);
+  return index;
 }
 
 }  // namespace ferry::cli

@@ -21,8 +21,11 @@ void Relu(float* x, size_t size) {
   for (; i < size; ++i) _mm_store_ss(x + i, _mm_max_ss(zero, _mm_load_ss(x + i)));
 }
 
-// `floats` rounded up to a whole number of 64-byte lines.
-size_t Padded(size_t floats) { return (floats + 15) / 16 * 16; }
+// `floats` rounded up to a whole number of cache lines.
+size_t Padded(size_t floats) {
+  constexpr size_t kLine = core::kCacheLine / sizeof(float);
+  return (floats + kLine - 1) / kLine * kLine;
+}
 
 }  // namespace
 
@@ -118,7 +121,7 @@ const float* FastMlp::Forward(const float* obs, int batch) {
   const float* x = obs;
   for (size_t l = 0; l < layers_.size(); ++l) {
     const Layer& layer = layers_[l];
-    AlignedFloats& activations = activations_[l % 2];
+    core::CacheAlignedVector<float>& activations = activations_[l % 2];
     const size_t size = static_cast<size_t>(batch) * layer.out;
     if (activations.size() < size) activations.resize(size);
     float* y = activations.data();

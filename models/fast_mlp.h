@@ -24,31 +24,12 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <new>
 #include <vector>
 
+#include "core/cache_aligned.h"
 #include "core/status.h"
 
 namespace ferry::models {
-
-// Memory for floats on 64-byte boundaries, where the BLAS kernels run
-// measurably faster than on malloc's 16 bytes (LibTorch aligns its tensors so).
-template <typename T>
-struct Align64 {
-  using value_type = T;
-  Align64() = default;
-  template <typename U>
-  Align64(const Align64<U>&) {}
-  T* allocate(size_t n) {
-    return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(64)));
-  }
-  void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t(64)); }
-  template <typename U>
-  bool operator==(const Align64<U>&) const {
-    return true;
-  }
-};
-using AlignedFloats = std::vector<float, Align64<float>>;
 
 class FastMlp {
  public:
@@ -97,8 +78,9 @@ class FastMlp {
   };
 
   std::vector<Layer> layers_;
-  AlignedFloats weights_;
-  AlignedFloats activations_[2];  // Layer l writes activations_[l % 2]; grown, never shrunk.
+  core::CacheAlignedVector<float> weights_;
+  core::CacheAlignedVector<float>
+      activations_[2];  // Layer l writes activations_[l % 2]; grown, never shrunk.
 };
 
 // The Fortran BLAS sgemm_ that LibTorch's CPU kernels call, as LibTorch's cpublas declares it,

@@ -11,33 +11,17 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <new>
 #include <vector>
+
+#include "core/cache_aligned.h"
 
 namespace ferry::replay {
 
 namespace internal {
 
 inline constexpr int kTreeArity = 8;
-inline constexpr std::size_t kCacheLine = 64;
 
-template <typename T>
-struct CacheAlignedAllocator {
-  using value_type = T;
-  CacheAlignedAllocator() = default;
-  template <typename U>
-  CacheAlignedAllocator(const CacheAlignedAllocator<U>&) {}  // NOLINT: rebind
-  T* allocate(std::size_t n) {
-    return static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{kCacheLine}));
-  }
-  void deallocate(T* p, std::size_t) { ::operator delete (p, std::align_val_t{kCacheLine}); }
-  template <typename U>
-  bool operator==(const CacheAlignedAllocator<U>&) const {
-    return true;
-  }
-};
-
-using AlignedDoubles = std::vector<double, CacheAlignedAllocator<double>>;
+using AlignedDoubles = core::CacheAlignedVector<double>;
 
 // Where each level of an 8-ary tree over `capacity` leaves lives in one flat
 // array. Level 0 holds the leaves; level l + 1 holds one node per 8 nodes of
