@@ -79,8 +79,8 @@ class FastMlp {
 
   std::vector<Layer> layers_;
   core::CacheAlignedVector<float> weights_;
-  core::CacheAlignedVector<float>
-      activations_[2];  // Layer l writes activations_[l % 2]; grown, never shrunk.
+  // Layer l writes activations_[l % 2]; grown, never shrunk.
+  core::CacheAlignedVector<float> activations_[2];
 };
 
 // The Fortran BLAS sgemm_ that LibTorch's CPU kernels call, as LibTorch's cpublas declares it,
