@@ -124,22 +124,20 @@ class ReplayProcess {
   pid_t pid_ = -1;
 };
 
-// The snapshot a started shard says it restored ("restored N items from PATH (...)").
-std::string RestoredPath(const std::string& log) {
+// What a started shard says it restored ("restored N items from PATH (...)"): the path empty and
+// the count -1 when it restored nothing.
+struct Restored {
+  std::string path;
+  int64_t items = -1;
+};
+Restored ParseRestored(const std::string& log) {
   const std::string marker = " items from ";
   const size_t at = log.find(marker);
-  if (at == std::string::npos) return "";
+  if (at == std::string::npos) return {};
   const size_t start = at + marker.size();
-  return log.substr(start, log.find(" (", start) - start);
-}
-
-// The item count of the shard's "restored N items from ..." line; -1 without one.
-int64_t RestoredItems(const std::string& log) {
-  const std::string marker = " items from ";
-  const size_t at = log.find(marker);
-  if (at == std::string::npos) return -1;
-  const size_t start = log.rfind(' ', at - 1) + 1;
-  return std::stoll(log.substr(start, at - start));
+  const size_t count = log.rfind(' ', at - 1) + 1;
+  return {log.substr(start, log.find(" (", start) - start),
+          std::stoll(log.substr(count, at - count))};
 }
 
 // Whether a snapshot is being written while one numbered `sequence` or later is complete.
@@ -261,11 +259,11 @@ TEST_CASE("a replay shard SIGKILLed mid-snapshot restarts exactly-once; SIGTERM 
     const std::string log = shard.Log();
     INFO(log);
     if (log.find("removing") != std::string::npos) ++killed_mid_write;
-    const std::string restored = RestoredPath(log);
-    CHECK((round == 0) == restored.empty());
+    const Restored restored = ParseRestored(log);
+    CHECK((round == 0) == restored.path.empty());
     ferry::replay::testing::RawClient client(context, endpoint);
-    if (!restored.empty()) {
-      ferry::Result<ShardSnapshot> snapshot = ferry::replay::ReadSnapshot(restored);
+    if (!restored.path.empty()) {
+      ferry::Result<ShardSnapshot> snapshot = ferry::replay::ReadSnapshot(restored.path);
       REQUIRE_MESSAGE(snapshot.ok(), snapshot.status().message());
       const std::set<int64_t> batches = CheckedBatches(*snapshot);
       CHECK(std::includes(batches.begin(), batches.end(), restored_before.begin(),
@@ -274,7 +272,7 @@ TEST_CASE("a replay shard SIGKILLed mid-snapshot restarts exactly-once; SIGTERM 
       // The shard restored the snapshot whole. Frozen-out batches that the writer's ZeroMQ
       // socket had not yet handed to the dead shard's connection when it was killed reach the
       // new one once the socket reconnects, test call or not: each is stored once, as new.
-      CHECK(RestoredItems(log) == snapshot->size);
+      CHECK(restored.items == snapshot->size);
       const ferry::replay::StatsMeta stats = client.Stats();
       const int64_t arrived = stats.mass.size - snapshot->size;
       CHECK(arrived >= 0);
