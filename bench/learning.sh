@@ -305,12 +305,14 @@ refs=$(for env in cartpole acrobot mountaincar lunarlander; do
     "${threshold[$env]}" "$(yaml_value "${config[$env]}" envs_per_actor)"; done)
 
 rm -f "$runs/ratio.dat"
-flat | awk -F'\t' -v refs="$refs" -v plotted="$plotted" -v ratio_dat="$runs/ratio.dat" -v machine="$machine" \
-  -v date="$(date -u +%Y-%m-%d)" '
-function t95(df,   t) {  # Two-sided 95% Student t quantiles.
+# Two-sided 95% Student t quantiles, for the report's intervals and the mean curves' bands.
+awk_t95='
+function t95(df,   t) {
   split("12.71 4.30 3.18 2.78 2.57 2.45 2.36 2.31 2.26", t, " ")
   return df >= 1 && df <= 9 ? t[df] : 1.96
-}
+}'
+flat | awk -F'\t' -v refs="$refs" -v plotted="$plotted" -v ratio_dat="$runs/ratio.dat" -v machine="$machine" \
+  -v date="$(date -u +%Y-%m-%d)" "$awk_t95"'
 # "mean ± sd | [lo, hi]" over `count` values with this sum and sum of squares, and in
 # met[0] whether the mean reaches `target`.
 function summary(total, squares, count, target, met,   mean, sd, ci) {
@@ -675,12 +677,63 @@ END {
     }
     print ""
   }
-  print "Curves: `docs/results/<env>/return_vs_env_steps.png`, `return_vs_time.png`, `throughput.png`"
+  print "Curves: `docs/results/learning_curves.png`, each env'"'"'s table runs as the mean over seeds of their"
+  print "periodic greedy evaluations (each run'"'"'s curve interpolated between its evaluations) with"
+  print "a band for its 95% t interval, beside the Zoo'"'"'s return; per run,"
+  print "`docs/results/<env>/return_vs_env_steps.png`, `return_vs_time.png`, `throughput.png`"
   printf "(one curve per table run: %s); scaling: `docs/results/scaling.png` and\n", (plotted == "" ? "none" : plotted)
   printf "`scaling_throughput.png`%s. Raw records: `docs/results/runs.jsonl`.\n",
          (nx ? ";\nacting against learning: `docs/results/replay_ratio.png`" : "")
 }' >"$report"
 
+# The table runs' learning curves over seeds, one panel an env: at 50 points evenly over the
+# env steps every run's evaluations span, the mean of the runs' returns there (each run's
+# linearly interpolated between its evaluations) and a band for its 95% t interval.
+curve_envs=()
+for env in cartpole acrobot mountaincar lunarlander; do
+  evals=("$results/$env"/*.eval.dat)
+  [[ -f ${evals[0]} ]] || continue
+  curve_envs+=("$env")
+  awk "$awk_t95"'
+    FNR == 1 { runs++ }
+    /^#/ { next }
+    { n[runs]++; x[runs, n[runs]] = $2; y[runs, n[runs]] = $3 }
+    END {
+      for (r = 1; r <= runs; r++) {
+        if (r == 1 || x[r, 1] > from) from = x[r, 1]
+        if (r == 1 || x[r, n[r]] < to) to = x[r, n[r]]
+      }
+      for (g = 0; g < 50; g++) {
+        at = from + (to - from) * g / 49
+        total = squares = 0
+        for (r = 1; r <= runs; r++) {
+          for (i = 2; i < n[r] && x[r, i] < at; i++) {}
+          w = n[r] > 1 && x[r, i] > x[r, i - 1] ? (at - x[r, i - 1]) / (x[r, i] - x[r, i - 1]) : 0
+          v = y[r, i - 1] + w * (y[r, i] - y[r, i - 1])
+          total += v; squares += v * v
+        }
+        mean = total / runs
+        h = runs > 1 ? t95(runs - 1) * sqrt((squares - runs * mean ^ 2) / (runs - 1) / runs) : 0
+        print at, mean, mean - h, mean + h
+      }
+    }' "${evals[@]}" >"$runs/curve-$env.dat"
+done
+if ((${#curve_envs[@]})); then
+  {
+    echo "set terminal pngcairo size 1100,800 noenhanced; set output '$results/learning_curves.png'"
+    echo "set multiplot layout 2,2; set grid; set key bottom right"
+    echo "set xlabel 'thousands of env steps'; set ylabel 'greedy evaluation return'"
+    for env in "${curve_envs[@]}"; do
+      seeds=$(ls "$results/$env"/*.eval.dat | wc -l)
+      echo "set title '${env_id[$env]}: table runs, $seeds seeds'"
+      printf "plot '%s' using (\$1 / 1000):3:4 with filledcurves fs transparent solid 0.25 lc 1 " \
+        "$runs/curve-$env.dat"
+      printf "title '95%% interval', '' using (\$1 / 1000):2 with lines lw 2 lc 1 title 'mean', "
+      printf "%s with lines dt 2 lc 'black' title 'Zoo: %s'\n" "${reference[$env]}" "${reference[$env]}"
+    done
+    echo "unset multiplot"
+  } | gnuplot
+fi
 # Scaling plots against actors (one learner rank): each seed a point, each env and layout a line
 # through the mean over its seeds. Layout "each": the config's envs per actor; "all": the
 # config's envs spread over the actors. One actor of the config's envs is in both.
