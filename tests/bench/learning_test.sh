@@ -74,7 +74,8 @@ grep -q "^| CartPole-v1 | 1 | [0-9.]* | [0-9.]*x | - | [01] of 1 | [0-9.]* | [0-
 grep -q "^| CartPole-v1 | 475 | 2 x 4 | 1 | 1 |" "$report" || fail "no scaling row for 2 actors of 4 envs"
 [[ $(rows "64 |") == 3 && $(rows "4 |") == 3 ]] || fail "expected 3 rows per replay ratio"
 if grep -n -i -w nan "$report"; then fail "the report prints NaN"; fi
-for png in cartpole/return_vs_env_steps.png cartpole/return_vs_time.png replay_ratio.png; do
+for png in cartpole/return_vs_env_steps.png cartpole/return_vs_time.png learning_curves.png \
+  replay_ratio.png; do
   [[ -s $dir/results/$png ]] || fail "no $png"
 done
 echo "learning test: $(wc -l <"$records") records, report $(wc -l <"$report") lines: ok"
