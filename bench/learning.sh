@@ -689,11 +689,11 @@ END {
 # The table runs' learning curves over seeds, one panel an env: at 50 points evenly over the
 # env steps every run's evaluations span, the mean of the runs' returns there (each run's
 # linearly interpolated between its evaluations) and a band for its 95% t interval.
-curve_envs=()
+declare -A curve_runs=()  # env -> the table runs its panel averages
 for env in cartpole acrobot mountaincar lunarlander; do
   evals=("$results/$env"/*.eval.dat)
   [[ -f ${evals[0]} ]] || continue
-  curve_envs+=("$env")
+  curve_runs[$env]=${#evals[@]}
   awk "$awk_t95"'
     FNR == 1 { runs++ }
     /^#/ { next }
@@ -718,14 +718,14 @@ for env in cartpole acrobot mountaincar lunarlander; do
       }
     }' "${evals[@]}" >"$runs/curve-$env.dat"
 done
-if ((${#curve_envs[@]})); then
+if ((${#curve_runs[@]})); then
   {
     echo "set terminal pngcairo size 1100,800 noenhanced; set output '$results/learning_curves.png'"
     echo "set multiplot layout 2,2; set grid; set key bottom right"
     echo "set xlabel 'thousands of env steps'; set ylabel 'greedy evaluation return'"
-    for env in "${curve_envs[@]}"; do
-      seeds=$(ls "$results/$env"/*.eval.dat | wc -l)
-      echo "set title '${env_id[$env]}: table runs, $seeds seeds'"
+    for env in cartpole acrobot mountaincar lunarlander; do
+      [[ -n ${curve_runs[$env]:-} ]] || continue
+      echo "set title '${env_id[$env]}: table runs, ${curve_runs[$env]} seeds'"
       printf "plot '%s' using (\$1 / 1000):3:4 with filledcurves fs transparent solid 0.25 lc 1 " \
         "$runs/curve-$env.dat"
       printf "title '95%% interval', '' using (\$1 / 1000):2 with lines lw 2 lc 1 title 'mean', "
