@@ -306,10 +306,14 @@ refs=$(for env in cartpole acrobot mountaincar lunarlander; do
 
 rm -f "$runs/ratio.dat"
 # Two-sided 95% Student t quantiles, for the report's intervals and the mean curves' bands.
+# Beyond 9 degrees of freedom, the Cornish-Fisher expansion of t about the normal's 1.96,
+# within 0.003 of the exact quantile there and closer as df grows.
 awk_t95='
-function t95(df,   t) {
+function t95(df,   t, z) {
   split("12.71 4.30 3.18 2.78 2.57 2.45 2.36 2.31 2.26", t, " ")
-  return df >= 1 && df <= 9 ? t[df] : 1.96
+  if (df >= 1 && df <= 9) return t[df]
+  z = 1.959964
+  return z + (z ^ 3 + z) / (4 * df) + (5 * z ^ 5 + 16 * z ^ 3 + 3 * z) / (96 * df ^ 2)
 }'
 flat | awk -F'\t' -v refs="$refs" -v plotted="$plotted" -v ratio_dat="$runs/ratio.dat" -v machine="$machine" \
   -v date="$(date -u +%Y-%m-%d)" "$awk_t95"'
